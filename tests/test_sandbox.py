@@ -1,0 +1,158 @@
+"""The code-execution sandbox: good programs pass, every hostile program is contained.
+
+Each hostile case asserts (1) the program is scored as a failure, (2) the harness (this
+test process) is still alive and (3) a good program run right after still passes.
+"""
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.benchmarks.errors import SandboxError
+from pipeline.benchmarks.sandbox import (SandboxLimits, isolation_level, limits_from_config,
+                                         run_program, run_programs)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FAST = SandboxLimits(timeout_s=3.0)
+
+needs_full_isolation = pytest.mark.skipif(
+    isolation_level() != "full",
+    reason="uid separation needs the harness to run as root (as in CI)")
+
+
+def assert_harness_still_works():
+    result = run_program("def add(a, b):\n    return a + b\n", "assert add(2, 3) == 5\n", FAST)
+    assert result.passed, result.output
+
+
+def test_good_program_passes_and_wrong_one_fails():
+    assert run_program("def sq(x):\n    return x * x\n", "assert sq(3) == 9\n", FAST).passed
+    wrong = run_program("def sq(x):\n    return x + x\n", "assert sq(3) == 9\n", FAST)
+    assert not wrong.passed and wrong.status == "failed" and "AssertionError" in wrong.output
+
+
+def test_syntax_error_fails():
+    assert not run_program("def f(:\n    pass\n", "assert True\n", FAST).passed
+
+
+def test_stdout_of_a_program_is_captured():
+    result = run_program("print('hello from the sandbox')\n", "", FAST)
+    assert result.passed and "hello from the sandbox" in result.output
+
+
+HOSTILE = {
+    "infinite_loop": ("while True:\n    pass\n", "assert True\n"),
+    "fork_bomb": ("import os\nwhile True:\n    try:\n        os.fork()\n"
+                  "    except OSError:\n        pass\n", "assert True\n"),
+    "memory_bomb": ("blocks = []\nwhile True:\n    blocks.append(bytearray(100 << 20))\n",
+                    "assert True\n"),
+    "open_socket": ("import socket\n"
+                    "socket.create_connection(('1.1.1.1', 80), timeout=2).close()\n",
+                    "assert True\n"),
+    "socket_to_localhost": ("import socket\ns = socket.socket()\n"
+                            "s.bind(('127.0.0.1', 0))\ns.listen()\n"
+                            "socket.create_connection(s.getsockname(), timeout=2)\n",
+                            "assert True\n"),
+    "kill_parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+                    "assert True\n"),
+    "kill_everything": ("import os, signal\nos.kill(-1, signal.SIGKILL)\n",
+                        "assert False, 'the tests ran: kill(-1) must not have helped'\n"),
+    "flood_stdout": ("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
+                     "assert True\n"),
+    "sys_exit_0_before_asserts": ("import sys\nsys.exit(0)\n", "assert False\n"),
+    "os_exit_0_before_asserts": ("import os\nos._exit(0)\n", "assert False\n"),
+    "exit_in_tested_function": ("def f(x):\n    import sys\n    sys.exit(0)\n",
+                                "assert f(1) == 2\n"),
+    "monkey_patch_builtins": ("import builtins\nbuiltins.abs = lambda x: 0\n",
+                              "assert abs(-3) == 0\n"),
+    "replace_module_builtins": ("__builtins__ = dict(vars(__builtins__), len=lambda x: 7)\n",
+                                "assert len([]) == 7\n"),
+    "patch_builtins_lazily": ("def f():\n    import builtins\n"
+                              "    builtins.sorted = lambda x: [1, 2, 3]\n    return 0\n",
+                              "f()\nassert sorted([3]) == [1, 2, 3]\n"),
+    "atexit_forges_success": ("import atexit, os\natexit.register(lambda: os._exit(0))\n"
+                              "raise RuntimeError('boom')\n", "assert True\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_program_is_contained(case):
+    if case in {"fork_bomb", "kill_parent", "kill_everything"} and isolation_level() != "full":
+        pytest.skip("needs uid separation (root)")
+    program, tests = HOSTILE[case]
+    start = time.monotonic()
+    result = run_program(program, tests, FAST)
+    assert not result.passed, (case, result.status, result.output[-500:])
+    assert time.monotonic() - start < FAST.timeout_s + 10
+    assert_harness_still_works()
+
+
+def test_output_is_bounded():
+    result = run_program("import sys\nwhile True:\n    sys.stdout.write('y' * 65536)\n", "",
+                         FAST)
+    assert not result.passed
+    assert len(result.output) <= FAST.max_output_bytes + 100
+
+
+@needs_full_isolation
+def test_fork_bomb_leaves_no_process_behind():
+    program = ("import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n"
+               "        os.setsid()\n        time.sleep(600)\n")  # daemons escaping the group
+    result = run_program(program, "assert True\n", FAST)
+    # The parent returned normally, so this counts as a pass; what matters is cleanup.
+    assert result.passed
+    leftover = [entry for entry in os.scandir("/proc") if entry.name.isdigit()
+                and _cmdline(entry.name).startswith("python -I _runner.py")]
+    assert leftover == []
+
+
+def _cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@needs_full_isolation
+def test_cannot_write_or_delete_outside_its_directory(tmp_path):
+    victim = REPO_ROOT / "requirements.txt"
+    before = victim.read_bytes()
+    stamp = victim.stat().st_mtime_ns
+    # A host file in a world-writable place: the program's /tmp is its own tmpfs.
+    host_tmp_file = Path("/tmp") / f"calm_sandbox_victim_{os.getpid()}"
+    host_tmp_file.write_text("keep me")
+    host_tmp_file.chmod(0o666)
+    try:
+        for program in (
+            f"open({str(victim)!r}, 'a').write('pwned')\n",
+            f"import os\nos.remove({str(victim)!r})\n",
+            f"import shutil\nshutil.rmtree({str(REPO_ROOT / 'tests')!r})\n",
+            f"import os\nos.remove({str(host_tmp_file)!r})\n",  # hidden by its own /tmp
+        ):
+            result = run_program(program, "assert True\n", FAST)
+            assert not result.passed, (program, result.output[-300:])
+        # Writing into /tmp "works" for the program, but into its private tmpfs only.
+        run_program(f"open({str(host_tmp_file)!r}, 'w').write('pwned')\n", "", FAST)
+        assert victim.read_bytes() == before and victim.stat().st_mtime_ns == stamp
+        assert (REPO_ROOT / "tests" / "test_sandbox.py").exists()
+        assert host_tmp_file.read_text() == "keep me"
+        # Writing inside its own working directory is allowed (programs may use files).
+        assert run_program("open('scratch.txt', 'w').write('ok')\n",
+                           "assert open('scratch.txt').read() == 'ok'\n", FAST).passed
+    finally:
+        host_tmp_file.unlink()
+    assert_harness_still_works()
+
+
+def test_parallel_runs_keep_their_order():
+    jobs = [(f"def value():\n    return {i}\n", f"assert value() == {i}\n") for i in range(6)]
+    jobs.append(("def value():\n    return 0\n", "assert value() == 1\n"))
+    results = run_programs(jobs, FAST, workers=2, progress=False)
+    assert [r.passed for r in results] == [True] * 6 + [False]
+
+
+def test_bad_limits_are_a_clear_error():
+    with pytest.raises(SandboxError, match="unknown sandbox limit"):
+        limits_from_config({"timeout": 3})
+    assert limits_from_config({"timeout_s": 4}).timeout_s == 4
