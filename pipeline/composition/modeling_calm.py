@@ -195,6 +195,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         if not augmenting:
             raise CompositionConfigError("a composition needs at least one augmenting model")
         if connections is not None:
+            if len(connections) == 0:
+                raise CompositionConfigError("connections must be a non-empty list of (mA layer, mB layer) pairs")
             single = len(connections) > 0 and isinstance(connections[0], (list, tuple)) and connections[0] and isinstance(
                 connections[0][0], int
             )

@@ -1,0 +1,55 @@
+"""Tiny random causal LMs of every supported family, with different widths, depths and head counts."""
+
+import torch
+from transformers import (
+    GemmaConfig,
+    GemmaForCausalLM,
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+VOCAB = 96
+FAMILIES = ("llama", "qwen2", "gemma", "gpt2", "gpt_neox")
+
+
+def tiny_model(family: str, width: int = 64, layers: int = 4, heads: int = 4, seed: int = 0, vocab: int = VOCAB):
+    torch.manual_seed(seed)
+    common = dict(vocab_size=vocab, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if family == "llama":
+        config = LlamaConfig(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=layers,
+                             num_attention_heads=heads, num_key_value_heads=max(1, heads // 2), **common)
+        model = LlamaForCausalLM(config)
+    elif family == "qwen2":
+        config = Qwen2Config(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=layers,
+                             num_attention_heads=heads, num_key_value_heads=max(1, heads // 2), **common)
+        model = Qwen2ForCausalLM(config)
+    elif family == "gemma":
+        config = GemmaConfig(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=layers,
+                             num_attention_heads=heads, num_key_value_heads=1, head_dim=width // heads, **common)
+        model = GemmaForCausalLM(config)
+    elif family == "gpt2":
+        config = GPT2Config(n_embd=width, n_layer=layers, n_head=heads, n_positions=256, resid_pdrop=0.0,
+                            embd_pdrop=0.0, attn_pdrop=0.0, **common)
+        model = GPT2LMHeadModel(config)
+    elif family == "gpt_neox":
+        config = GPTNeoXConfig(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=layers,
+                               num_attention_heads=heads, max_position_embeddings=256, **common)
+        model = GPTNeoXForCausalLM(config)
+    else:
+        raise ValueError(family)
+    return model.eval()
+
+
+def randomize_composition(calm, seed: int = 1, std: float = 0.2):
+    """Give the composition parameters (W_O included) random values, so that mA really changes mB's output."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in calm.bridges.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator) * std)
+    return calm
