@@ -1,0 +1,119 @@
+"""Stage evaluate@<model>: exact-match accuracy, greedy decoding, batched, cached.
+
+    python -m pipeline.evaluate <model>   -> reports/metrics/<model>.json  (DVC metrics)
+                                             reports/predictions/<model>.jsonl
+
+A prediction is the generated text up to <eos>; it is correct when it equals
+the target string exactly (whitespace stripped).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl, cli, load_params, read_jsonl, require, wandb_run
+from pipeline.tokenizer import load_tokenizer
+
+
+def load_model(name: str):
+    path = require(Path("models") / name, "upstream model")
+    kind = (path / "pipeline_kind").read_text().strip() if (path / "pipeline_kind").exists() else "base"
+    if kind == "composition":
+        from pipeline.composition import CALMForCausalLM
+
+        return CALMForCausalLM.from_pretrained(str(path))
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(path))
+
+
+def _generate_fallback(model, tokenizer, prompts, *, max_new_tokens, batch_size, progress):
+    """Left-padded batched greedy generation with the KV cache (model.generate)."""
+    import torch
+    from tqdm import tqdm
+
+    outs = []
+    tokenizer.padding_side = "left"
+    bar = tqdm(total=len(prompts), desc="generate", unit="ex", disable=not progress)
+    for i in range(0, len(prompts), batch_size):
+        chunk = prompts[i : i + batch_size]
+        enc = tokenizer(chunk, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            gen = model.generate(
+                **enc,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                use_cache=True,
+                eos_token_id=tokenizer.eos_token_id,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        for row in gen[:, enc["input_ids"].shape[1] :]:
+            ids = row.tolist()
+            if tokenizer.eos_token_id in ids:
+                ids = ids[: ids.index(tokenizer.eos_token_id)]
+            outs.append(tokenizer.decode(ids, skip_special_tokens=True))
+        bar.update(len(chunk))
+    bar.close()
+    return outs
+
+
+def generate(model, tokenizer, prompts, *, max_new_tokens, batch_size, progress=True):
+    try:
+        from pipeline.generation import generate_texts
+    except ImportError:
+        generate_texts = None
+    if generate_texts is not None:
+        return generate_texts(
+            model, tokenizer, prompts, max_new_tokens=max_new_tokens, stop=(tokenizer.eos_token,),
+            batch_size=batch_size, do_sample=False, progress=progress,
+        )
+    return _generate_fallback(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
+
+
+def evaluate_model(model, tokenizer, datasets: dict[str, list[dict]], *, max_new_tokens: int, batch_size: int, progress=True):
+    """-> (metrics {dataset: {accuracy, n}}, prediction rows)."""
+    metrics, preds = {}, []
+    for ds_name, rows in datasets.items():
+        t0 = time.time()
+        outs = generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
+        correct = 0
+        for r, o in zip(rows, outs):
+            o = o.replace(tokenizer.eos_token, "").strip()
+            ok = o == r["target"].strip()
+            correct += ok
+            preds.append({"dataset": ds_name, "prompt": r["prompt"], "target": r["target"], "prediction": o, "correct": ok})
+        metrics[ds_name] = {"accuracy": round(100.0 * correct / max(len(rows), 1), 2), "n": len(rows), "seconds": round(time.time() - t0, 1)}
+        print(f"{ds_name}: {metrics[ds_name]['accuracy']:.1f}% exact match (n={len(rows)})", file=sys.stderr)
+    return metrics, preds
+
+
+@cli
+def main(argv: list[str]) -> None:
+    import torch
+
+    if len(argv) != 1:
+        raise PipelineError("usage: python -m pipeline.evaluate <model>")
+    name = argv[0]
+    params = load_params()
+    ecfg = params["evaluation"]
+    if name not in ecfg["models"]:
+        raise PipelineError(f"model {name!r} is not in evaluation.models ({', '.join(ecfg['models'])})")
+    torch.set_num_threads(int(os.environ.get("CALM_THREADS", 2)))
+    tok = load_tokenizer()
+    model = load_model(name)
+    model.eval()
+    data = {d: read_jsonl(Path("data") / ecfg["world"] / f"{d}.jsonl") for d in ecfg["datasets"]}
+    run = wandb_run(f"eval-{name}", "evaluate", {"model": name, **ecfg, "seed": params["seed"]}, params.get("wandb", {}).get("project", "calm-repro"))
+    metrics, preds = evaluate_model(model, tok, data, max_new_tokens=ecfg["max_new_tokens"], batch_size=ecfg["batch_size"])
+    if run is not None:
+        run.log({f"{d}/accuracy": m["accuracy"] for d, m in metrics.items()})
+        run.finish()
+    atomic_write_jsonl(Path("reports/predictions") / f"{name}.jsonl", preds)
+    atomic_write_json(Path("reports/metrics") / f"{name}.json", {"model": name, "preset": params["preset"], "metrics": metrics})
+    print(" ".join(f"{d}={m['accuracy']}" for d, m in metrics.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+"""One training entry for base LMs and for compositions (transformers Trainer).
+
+    python -m pipeline.train base <name>          # params: base_models.<name>  -> models/<name>
+    python -m pipeline.train composition <name>   # params: compositions.<name> -> models/<name>
+
+Base models are LlamaForCausalLM built from `arch` (from scratch, or `init`
+from another base model's checkpoint).  A composition wraps frozen base models
+with pipeline.composition.CALMForCausalLM; only its parameters train.  Loss is
+on the answer tokens only (prompt labels are -100; a row with an empty prompt
+is general text, loss on every token).
+
+Resumable: Trainer checkpoints go to models/.checkpoints/<name>-<fingerprint>/ (the
+fingerprint covers the model's params, the seed, its data and its upstream
+models, so a stale checkpoint is never resumed); a rerun after a kill resumes
+from the last one (optimizer, scheduler, RNG and data order restored).
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from pipeline.config import (
+    PipelineError,
+    atomic_dir,
+    atomic_write_json,
+    cli,
+    fingerprint,
+    load_params,
+    read_jsonl,
+    require,
+    wandb_enabled,
+)
+from pipeline.tokenizer import load_tokenizer
+
+CHECKPOINTS = Path("models/.checkpoints")  # not a DVC output; .dvcignore'd, gitignored via /models/*
+
+
+# ---------------------------------------------------------------- data
+
+
+class SupervisedDataset:
+    """prompt/target rows -> input_ids + labels (-100 on the prompt)."""
+
+    def __init__(self, rows: list[dict], tokenizer):
+        self.items = []
+        eos = tokenizer.eos_token_id
+        prompts = tokenizer([r["prompt"] for r in rows])["input_ids"]  # with <bos>
+        targets = tokenizer([r["target"] for r in rows], add_special_tokens=False)["input_ids"]
+        for r, p, t in zip(rows, prompts, targets):
+            ids = p + t + [eos]
+            n_prompt = len(p) if r["prompt"] else 1  # general text: predict all but <bos>
+            labels = [-100] * n_prompt + ids[n_prompt:]
+            self.items.append({"input_ids": ids, "labels": labels, "n_prompt": len(p)})
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+class Collator:
+    """Right-pads input_ids/labels; with `augmenting_prompt` also passes the prompt alone
+    (left-aligned) as augmenting_input_ids, for encoder-mode compositions."""
+
+    def __init__(self, pad_id: int, augmenting_prompt: bool = False):
+        self.pad_id = pad_id
+        self.augmenting_prompt = augmenting_prompt
+
+    def __call__(self, batch):
+        import torch
+
+        n = max(len(b["input_ids"]) for b in batch)
+        ids = torch.full((len(batch), n), self.pad_id, dtype=torch.long)
+        labels = torch.full((len(batch), n), -100, dtype=torch.long)
+        mask = torch.zeros((len(batch), n), dtype=torch.long)
+        for i, b in enumerate(batch):
+            L = len(b["input_ids"])
+            ids[i, :L] = torch.tensor(b["input_ids"])
+            labels[i, :L] = torch.tensor(b["labels"])
+            mask[i, :L] = 1
+        out = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+        if self.augmenting_prompt:
+            m = max(b["n_prompt"] for b in batch)
+            aids = torch.full((len(batch), m), self.pad_id, dtype=torch.long)
+            amask = torch.zeros((len(batch), m), dtype=torch.long)
+            for i, b in enumerate(batch):
+                L = b["n_prompt"]
+                aids[i, m - L :] = torch.tensor(b["input_ids"][:L])
+                amask[i, m - L :] = 1
+            out["augmenting_input_ids"] = aids
+            out["augmenting_attention_mask"] = amask
+        return out
+
+
+# ---------------------------------------------------------------- models
+
+
+def build_llama(arch: dict, tokenizer, max_positions: int):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if arch.get("type", "llama") != "llama":
+        raise PipelineError(f"unknown model type {arch.get('type')!r}: only llama is built here")
+    h, heads = arch["hidden"], arch["heads"]
+    if h % heads:
+        raise PipelineError(f"hidden={h} is not divisible by heads={heads}")
+    cfg = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=h,
+        intermediate_size=arch.get("intermediate", 4 * h),
+        num_hidden_layers=arch["layers"],
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_positions,
+        rope_theta=arch.get("rope_theta", 10000.0),
+        tie_word_embeddings=arch.get("tie_embeddings", True),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        attention_dropout=0.0,
+    )
+    return LlamaForCausalLM(cfg)
+
+
+# ---------------------------------------------------------------- training
+
+
+def _progress_callback():
+    from transformers.trainer_callback import ProgressCallback
+
+    class LossProgress(ProgressCallback):
+        """tqdm bar with ETA and the latest loss / learning rate in its postfix."""
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if state.is_world_process_zero and self.training_bar is not None and logs:
+                post = {k: f"{v:.4g}" for k, v in logs.items() if k in ("loss", "learning_rate", "grad_norm")}
+                if post:
+                    self.training_bar.set_postfix(post, refresh=False)
+                    return
+            return super().on_log(args, state, control, logs=logs, **kw)
+
+    return ProgressCallback, LossProgress
+
+
+def run_trainer(model, dataset, collator, tcfg: dict, seed: int, run_dir: Path, run_name: str, wandb_cfg: dict, extra_config: dict):
+    import torch
+    from transformers import Trainer, TrainingArguments
+    from transformers.trainer_utils import get_last_checkpoint
+
+    use_wandb = wandb_enabled()
+    if use_wandb:
+        os.environ.setdefault("WANDB_PROJECT", wandb_cfg.get("project", "calm-repro"))
+    torch.set_num_threads(int(os.environ.get("CALM_THREADS", tcfg.get("threads", 2))))
+    args = TrainingArguments(
+        output_dir=str(run_dir),
+        max_steps=tcfg["steps"],
+        per_device_train_batch_size=tcfg["batch_size"],
+        learning_rate=tcfg["lr"],
+        weight_decay=tcfg.get("weight_decay", 0.0),
+        warmup_steps=int(tcfg.get("warmup_ratio", 0.05) * tcfg["steps"]),
+        lr_scheduler_type=tcfg.get("scheduler", "cosine"),
+        adam_beta2=tcfg.get("adam_beta2", 0.99),
+        max_grad_norm=tcfg.get("max_grad_norm", 1.0),
+        logging_steps=tcfg.get("logging_steps", 50),
+        save_strategy="steps",
+        save_steps=tcfg.get("save_steps", 250),
+        save_total_limit=2,
+        seed=seed,
+        data_seed=seed,
+        report_to=["wandb"] if use_wandb else "none",
+        run_name=run_name,
+        use_cpu=True,
+        dataloader_num_workers=0,
+        remove_unused_columns=False,
+        disable_tqdm=False,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator)
+    Base, Mine = _progress_callback()
+    trainer.remove_callback(Base)
+    trainer.add_callback(Mine)
+    if use_wandb:
+        import wandb
+
+        if wandb.run is None:
+            wandb.init(project=os.environ["WANDB_PROJECT"], name=run_name, config=extra_config, reinit="finish_previous")
+        else:
+            wandb.config.update(extra_config, allow_val_change=True)
+    last = get_last_checkpoint(str(run_dir)) if run_dir.exists() else None
+    if last:
+        print(f"resuming from {last}", file=sys.stderr)
+    t0 = time.time()
+    result = trainer.train(resume_from_checkpoint=last)
+    history = [h for h in trainer.state.log_history if "loss" in h]
+    if use_wandb:
+        import wandb
+
+        wandb.finish()
+    return trainer, {
+        "train_loss": result.training_loss,
+        "final_logged_loss": history[-1]["loss"] if history else None,
+        "steps": trainer.state.global_step,
+        "seconds_this_run": round(time.time() - t0, 1),
+        "resumed_from": last,
+        "loss_history": [(h["step"], h["loss"]) for h in history],
+    }
+
+
+def _world_data(world: str, stem: str) -> list[dict]:
+    return read_jsonl(Path("data") / world / f"{stem}.jsonl")
+
+
+def train_base(name: str, params: dict) -> dict:
+    from transformers import AutoModelForCausalLM, set_seed
+
+    models = params.get("base_models", {})
+    if name not in models:
+        raise PipelineError(f"unknown base model {name!r}: params.yaml declares {', '.join(models) or 'none'}")
+    cfg = models[name]
+    seed = params["seed"]
+    tok = load_tokenizer()
+    world = cfg["world"]
+    stems = cfg["data"] if isinstance(cfg["data"], list) else [cfg["data"]]
+    rows = [r for s in stems for r in _world_data(world, s)]
+    init = cfg.get("init", "tokenizer")
+    init = None if init in (None, "tokenizer", "scratch") else init
+    upstream = [Path("data") / world / f"{s}.jsonl" for s in stems] + [Path("models/tokenizer")]
+    if init:
+        upstream.append(require(Path("models") / init, "upstream model"))
+    fp = fingerprint({"name": name, "cfg": cfg, "seed": seed}, upstream)
+    set_seed(seed)
+    if init:
+        model = AutoModelForCausalLM.from_pretrained(str(Path("models") / init))
+    else:
+        model = build_llama(cfg["arch"], tok, params["max_positions"])
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"{name}: {n_params/1e6:.3f}M parameters, {len(rows)} training rows, init={init or 'scratch'}", file=sys.stderr)
+    ds = SupervisedDataset(rows, tok)
+    run_dir = CHECKPOINTS / f"{name}-{fp}"
+    trainer, info = run_trainer(
+        model, ds, Collator(tok.pad_token_id), cfg["train"], seed, run_dir, name, params.get("wandb", {}),
+        {"pipeline": {"kind": "base", "name": name, **cfg}, "seed": seed, "n_parameters": n_params},
+    )
+    with atomic_dir(Path("models") / name) as tmp:
+        trainer.model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        (tmp / "pipeline_kind").write_text("base\n")
+        atomic_write_json(tmp / "train_info.json", {"n_parameters": n_params, **info})
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return info
+
+
+def train_composition(name: str, params: dict) -> dict:
+    from transformers import AutoModelForCausalLM, set_seed
+
+    comps = params.get("compositions", {})
+    if name not in comps:
+        raise PipelineError(f"unknown composition {name!r}: params.yaml declares {', '.join(comps) or 'none'}")
+    cfg = comps[name]
+    seed = params["seed"]
+    tok = load_tokenizer()
+    world = cfg["world"]
+    rows = _world_data(world, cfg["data"])
+    anchor_dir = require(Path("models") / cfg["anchor"], "upstream model")
+    aug_dirs = [require(Path("models") / a, "upstream model") for a in cfg["augmenting"]]
+    fp = fingerprint({"name": name, "cfg": cfg, "seed": seed}, [Path("data") / world / f"{cfg['data']}.jsonl", anchor_dir, *aug_dirs])
+    from pipeline.composition import CALMForCausalLM
+
+    set_seed(seed)
+    anchor = AutoModelForCausalLM.from_pretrained(str(anchor_dir))
+    augmenting = [AutoModelForCausalLM.from_pretrained(str(d)) for d in aug_dirs]
+    connections = cfg.get("connections")
+    if connections is not None:
+        connections = [[tuple(c) for c in conns] for conns in connections]
+    kwargs = {}
+    if cfg.get("num_heads"):
+        kwargs["num_heads"] = cfg["num_heads"]
+    model = CALMForCausalLM.from_models(
+        anchor=anchor, augmenting=augmenting, connections=connections, mode=cfg.get("mode", "iterative"), **kwargs
+    )
+    n_comp = model.num_composition_parameters()
+    print(f"{name}: {n_comp/1e6:.3f}M composition parameters, {len(rows)} training rows", file=sys.stderr)
+    ds = SupervisedDataset(rows, tok)
+    collator = Collator(tok.pad_token_id, augmenting_prompt=cfg.get("mode", "iterative") == "encoder")
+    run_dir = CHECKPOINTS / f"{name}-{fp}"
+    trainer, info = run_trainer(
+        model, ds, collator, cfg["train"], seed, run_dir, name, params.get("wandb", {}),
+        {"pipeline": {"kind": "composition", "name": name, **cfg}, "seed": seed, "n_composition_parameters": n_comp},
+    )
+    with atomic_dir(Path("models") / name) as tmp:
+        trainer.model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        (tmp / "pipeline_kind").write_text("composition\n")
+        atomic_write_json(tmp / "train_info.json", {"n_composition_parameters": n_comp, **info})
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return info
+
+
+@cli
+def main(argv: list[str]) -> None:
+    if len(argv) != 2 or argv[0] not in ("base", "composition"):
+        raise PipelineError("usage: python -m pipeline.train {base|composition} <name>")
+    params = load_params()
+    info = (train_base if argv[0] == "base" else train_composition)(argv[1], params)
+    print(f"{argv[1]}: train_loss={info['train_loss']:.4f} steps={info['steps']} ({info['seconds_this_run']} s)")
+
+
+if __name__ == "__main__":
+    main()
