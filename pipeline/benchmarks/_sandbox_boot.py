@@ -97,7 +97,8 @@ def main():
     status_fd = config["status_fd"]
     os.set_inheritable(status_fd, True)
     python = config["python"]
-    os.execv(python, [python, "-I", "_runner.py", str(status_fd)])
+    # -S: no site-packages (programs get the standard library), and a 3x faster start.
+    os.execv(python, [python, "-I", "-S", "_runner.py", str(status_fd)])
 
 
 try:

