@@ -1,0 +1,97 @@
+"""generate_texts on a tiny random Llama: batching, ordering, stop sequences, cache."""
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from pipeline.generation import GenerationCache, GenerationError, generate_texts
+
+CORPUS = ["def add(a, b):\n    return a + b\n", "The answer is 42.\n\nQuestion: why?",
+          "Translate the following sentences from Polish to English.\n",
+          "[BEGIN]\nprint('hello world')\n[DONE]\n"] * 20
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    backend = Tokenizer(models.BPE(unk_token=None))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=320, special_tokens=["<eos>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<eos>")
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=256, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.eos_token_id)
+    # float64: padded and unpadded runs then agree to far below any logit gap.
+    return LlamaForCausalLM(config).to(torch.float64).eval()
+
+
+PROMPTS = ["def add(a, b):", "Question: why?", "The answer", "Translate the following "
+           "sentences from Polish to English.\n", "[BEGIN]\nprint(", "x"]
+
+
+def test_batched_generation_equals_one_by_one_in_the_callers_order(model, tokenizer):
+    one_by_one = [generate_texts(model, tokenizer, [p], max_new_tokens=12, progress=False)[0]
+                  for p in PROMPTS]
+    batched = generate_texts(model, tokenizer, PROMPTS, max_new_tokens=12, batch_size=4,
+                             progress=False)
+    assert batched == one_by_one
+    assert len(set(batched)) > 1  # the prompts really lead to different completions
+
+
+def test_completion_is_cut_at_the_earliest_stop_sequence(model, tokenizer):
+    full = generate_texts(model, tokenizer, PROMPTS, max_new_tokens=24, progress=False)
+    # Stop sequences taken from inside the unconstrained completions themselves.
+    index, text = max(enumerate(full), key=lambda pair: len(pair[1]))
+    late, early = text[len(text) // 2: len(text) // 2 + 2], text[3:5]
+    stopped = generate_texts(model, tokenizer, PROMPTS, max_new_tokens=24,
+                             stop=[late, early], batch_size=3, progress=False)
+    for unconstrained, result in zip(full, stopped):
+        cuts = [unconstrained.find(s) for s in (late, early) if s in unconstrained]
+        expected = unconstrained[:min(cuts)] if cuts else unconstrained
+        assert result == expected
+    assert stopped[index] == text[:text.find(early)]
+
+
+def test_sampling_returns_n_sequences_per_prompt(model, tokenizer):
+    samples = generate_texts(model, tokenizer, PROMPTS[:2], max_new_tokens=6, do_sample=True,
+                             temperature=1.0, num_return_sequences=3, progress=False)
+    assert [len(s) for s in samples] == [3, 3]
+    again = generate_texts(model, tokenizer, PROMPTS[:2], max_new_tokens=6, do_sample=True,
+                           temperature=1.0, num_return_sequences=3, progress=False)
+    assert samples == again  # seeded
+
+
+def test_cache_returns_stored_completions_without_generating(model, tokenizer, tmp_path):
+    cache = GenerationCache(tmp_path / "cache.jsonl", model_id="tiny")
+    first = generate_texts(model, tokenizer, PROMPTS, max_new_tokens=8, cache=cache,
+                           progress=False)
+    reloaded = GenerationCache(tmp_path / "cache.jsonl", model_id="tiny")
+
+    class NoGenerate:
+        def generate(self, *args, **kwargs):
+            raise AssertionError("generate called despite a cache hit")
+
+        def parameters(self):
+            return iter([])
+
+    assert generate_texts(NoGenerate(), tokenizer, PROMPTS, max_new_tokens=8,
+                          cache=reloaded, progress=False) == first
+    # Other settings are another cache entry.
+    assert reloaded.get(PROMPTS[0], {"max_new_tokens": 9}) is None
+
+
+def test_bad_arguments_are_one_line_errors(model, tokenizer):
+    with pytest.raises(GenerationError, match="max_new_tokens"):
+        generate_texts(model, tokenizer, PROMPTS, max_new_tokens=0)
+    with pytest.raises(GenerationError, match="do_sample"):
+        generate_texts(model, tokenizer, PROMPTS, max_new_tokens=4, num_return_sequences=2)
+    with pytest.raises(GenerationError, match="list of strings"):
+        generate_texts(model, tokenizer, "one prompt", max_new_tokens=4)
