@@ -113,3 +113,11 @@ def test_codexglue_docstring_scores_chrf_100_and_empty_0():
     metrics, _ = task.score(items, [[item.reference] for item in items])
     assert metrics["chrf1"] == pytest.approx(100.0) and metrics["chrf2"] == pytest.approx(100.0)
     assert task.score(items, [[""] for _ in items])[0]["chrf2"] == 0.0
+
+
+def test_mgsm_is_line_aligned_with_gsm8k_test_so_exemplar_chains_match():
+    from pipeline.benchmarks import data
+    english = data.load_mgsm("en", local_dir=str(SHARED / "mgsm"), hub_id=None)
+    gsm8k = data.load_gsm8k("test", local_dir=str(SHARED / "gsm8k"), hub_id=None)
+    assert [row["question"].strip() for row in english] == \
+        [row["question"].strip() for row in gsm8k[:250]]

@@ -126,13 +126,14 @@ def parse_gsm8k_gold(answer: str) -> str:
     return answer.split("####")[-1].strip().replace(",", "")
 
 
-def load_gsm8k(split: str, *, local_dir: str | None, hub_id: str | None) -> list[dict]:
+def load_gsm8k(split: str, *, local_dir: str | None, hub_id: str | None,
+               local_key: str = "benchmark.data.local_dir") -> list[dict]:
     """Rows {question, solution (chain of thought), answer (number as text)}."""
     def read_local(root: Path) -> list[dict]:
         return _read_jsonl(_require_file(root / f"{split}.jsonl", f"GSM8K {split}"))
 
-    rows = load_with_fallback(f"GSM8K {split}", local_dir, "benchmark.data.local_dir",
-                              read_local, hub_id, "main", split)
+    rows = load_with_fallback(f"GSM8K {split}", local_dir, local_key, read_local, hub_id,
+                              "main", split)
     return [{"question": row["question"], "solution": row["answer"].split("####")[0].strip(),
              "answer": parse_gsm8k_gold(row["answer"])} for row in rows]
 

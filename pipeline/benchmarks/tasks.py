@@ -225,14 +225,17 @@ class MGSMTask(_MathTask):
         cot_source = config.get("exemplar_cot", "gsm8k_test")
         if cot_source not in {"gsm8k_test", "none"}:
             raise BenchmarkError(f"exemplar_cot must be gsm8k_test or none, got {cot_source!r}")
+        per_language = {language: benchmark_data.load_mgsm(language, local_dir=self.local,
+                                                           hub_id=self.hub_id)
+                        for language in config["languages"]}
         chains = None
         if cot_source == "gsm8k_test":
             gsm8k = config.get("gsm8k_data") or {}
             chains = benchmark_data.load_gsm8k("test", local_dir=gsm8k.get("local_dir"),
-                                               hub_id=gsm8k.get("hub_id"))
+                                               hub_id=gsm8k.get("hub_id"),
+                                               local_key="benchmark.gsm8k_data.local_dir")
         items = []
-        for language in config["languages"]:
-            rows = benchmark_data.load_mgsm(language, local_dir=self.local, hub_id=self.hub_id)
+        for language, rows in per_language.items():
             if chains is not None and len(chains) < len(rows):
                 raise BenchmarkError("GSM8K test is shorter than MGSM: not the aligned data")
             shots = _exemplar_indices(len(rows), int(config["n_shots"]),

@@ -1,0 +1,64 @@
+"""Command line: python -m pipeline.benchmarks benchmark=<name> model.path=... [options]
+
+  benchmark=flores|gsm8k|mgsm|humaneval|mbpp|codexglue   a yaml of conf/benchmark/
+  benchmark.<key>=<value>       change a protocol value (e.g. benchmark.n_shots=3)
+  model.path=DIR [model.gguf_file=NAME] [model.dtype=float32] [model.device=cpu]
+  data_root=DIR                 a folder with every benchmark's local copy (its `subdir`)
+  limit=N                       first N items (per language) for a quick run
+  output_dir=DIR batch_size=N progress=true|false use_cache=true|false
+
+The config is composed with Hydra (config group `benchmark` in conf/); errors are shown
+as one line.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+
+from pipeline.benchmarks.config import REPO_ROOT
+from pipeline.benchmarks.errors import BenchmarkError
+
+RUN_DEFAULTS = {
+    "defaults": [{"benchmark": "gsm8k"}, "_self_"],
+    "model": {"path": None, "gguf_file": None, "dtype": "float32", "device": "cpu"},
+    "data_root": None,
+    "limit": None,
+    "output_dir": "reports/benchmarks",
+    "batch_size": 8,
+    "progress": True,
+    "use_cache": True,
+}
+
+
+def compose_config(overrides: list[str]):
+    ConfigStore.instance().store(name="calm_benchmark_run", node=RUN_DEFAULTS)
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base=None):
+        return compose(config_name="calm_benchmark_run", overrides=overrides)
+
+
+def main(argv: list[str]) -> int:
+    from pipeline.benchmarks.run import evaluate, load_model
+
+    try:
+        config = OmegaConf.to_container(compose_config(argv), resolve=True)
+        model, tokenizer, model_id = load_model(config["model"])
+        result = evaluate(config["benchmark"], model, tokenizer, model_id,
+                          output_dir=config["output_dir"], limit=config["limit"],
+                          batch_size=config["batch_size"], data_root=config["data_root"],
+                          progress=config["progress"], use_cache=config["use_cache"])
+    except (BenchmarkError, HydraException, ValueError) as error:
+        print(f"error: {str(error).splitlines()[0] if str(error) else type(error).__name__}",
+              file=sys.stderr)
+        return 2
+    print(json.dumps({"benchmark": result["benchmark"], "metrics": result["metrics"],
+                      "seconds": result["seconds"]}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,101 @@
+"""Evaluate one model on one benchmark: generate, score, write metrics JSON + predictions JSONL.
+
+Outputs (in <output_dir>/<benchmark>/):
+  metrics.json            the figures, the protocol used, counts and timings
+  predictions.jsonl       one record per scored item (completion, extraction, verdict)
+  generations_cache.jsonl completions by (model, prompt, settings): a re-run reuses them
+Both result files are written to a temporary name and renamed, so a file that exists is
+complete.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from pipeline.benchmarks.errors import BenchmarkError
+from pipeline.benchmarks.sandbox import isolation_level
+from pipeline.benchmarks.tasks import _CodeTask, build_task, resolve_local_path
+from pipeline.generation import GenerationCache, generate_texts
+
+
+def load_model(spec: dict):
+    """(model, tokenizer, model_id) from a model spec; the one place that loads models.
+
+    spec.path: a local Hugging Face checkpoint folder (a plain causal LM), or a folder
+    holding a GGUF file named by spec.gguf_file. Composed CALM checkpoints will be loaded
+    here too once pipeline.composition provides a loader.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch
+
+    path = spec.get("path")
+    if not path:
+        raise BenchmarkError("no model given: set model.path (and model.gguf_file for GGUF)")
+    if not Path(path).exists():
+        raise BenchmarkError(f"model.path {path!r} does not exist")
+    gguf_file = spec.get("gguf_file")
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    dtype = getattr(torch, spec.get("dtype") or "float32")
+    tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
+    model.to(spec.get("device") or "cpu").eval()
+    model_id = str(Path(path).resolve()) + (f"::{gguf_file}" if gguf_file else "")
+    return model, tokenizer, model_id
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def evaluate(benchmark_config: dict, model, tokenizer, model_id: str, *,
+             output_dir: str | Path, limit: int | None = None, batch_size: int = 8,
+             data_root: str | Path | None = None, progress: bool = True,
+             use_cache: bool = True) -> dict:
+    """Run one benchmark end to end and return its metrics (also written to disk)."""
+    config = resolve_local_path(benchmark_config, data_root)
+    task = build_task(config)
+    name = config["name"]
+    out = Path(output_dir) / name
+    started = time.monotonic()
+    items = task.items(limit=limit)
+    if not items:
+        raise BenchmarkError(f"{name}: no items to evaluate")
+    cache = GenerationCache(out / "generations_cache.jsonl", model_id) if use_cache else None
+    n_samples = task.n_samples
+    do_sample = bool(config.get("do_sample", False))
+    generated = generate_texts(
+        model, tokenizer, [item.prompt for item in items],
+        max_new_tokens=task.max_new_tokens, stop=task.stop, batch_size=batch_size,
+        do_sample=do_sample, temperature=float(config.get("temperature", 1.0)),
+        num_return_sequences=n_samples, seed=int(config.get("seed", 0)), cache=cache,
+        progress=progress, desc=f"{name}: generating")
+    completions = generated if n_samples > 1 else [[text] for text in generated]
+    generation_s = time.monotonic() - started
+    if isinstance(task, _CodeTask):
+        metrics, records = task.score(items, completions, progress=progress)
+    else:
+        metrics, records = task.score(items, completions)
+    result = {
+        "benchmark": name, "model": model_id, "limit": limit, "n_items": len(items),
+        "metrics": metrics, "protocol": config,
+        "sandbox_isolation": isolation_level() if isinstance(task, _CodeTask) else None,
+        "seconds": {"generation": round(generation_s, 2),
+                    "total": round(time.monotonic() - started, 2)},
+    }
+    for record, item in zip(records, items):
+        record["prompt"] = item.prompt
+    _write_atomically(out / "predictions.jsonl", "".join(
+        json.dumps(record, ensure_ascii=False) + "\n" for record in records))
+    _write_atomically(out / "metrics.json", json.dumps(result, indent=2, ensure_ascii=False))
+    return result
