@@ -46,6 +46,8 @@ def main(argv: list[str]) -> int:
 
     try:
         config = OmegaConf.to_container(compose_config(argv), resolve=True)
+        if config["limit"] is not None and int(config["limit"]) < 1:
+            raise BenchmarkError(f"limit must be a positive number, got {config['limit']}")
         model, tokenizer, model_id = load_model(config["model"])
         result = evaluate(config["benchmark"], model, tokenizer, model_id,
                           output_dir=config["output_dir"], limit=config["limit"],
