@@ -3,10 +3,12 @@
 Works with anything that has `.generate()` like a transformers causal LM: a plain
 AutoModelForCausalLM, a peft model, or the project's composed CALMForCausalLM. Batches are
 left-padded; prompts are sorted by length so that a batch wastes little padding, and the
-results come back in the caller's order. Stop sequences end a row's generation early
-(transformers' stop_strings, so a batch stops once every row has hit one) and are always
-also cut in post-processing, at the earliest occurrence, so the result does not depend on
-how a stop sequence was split into tokens.
+results come back in the caller's order. A row stops generating once its completion text
+(the new tokens only, decoded) contains a stop sequence, and a batch stops once every row
+has; the text is then cut at the earliest stop sequence. Matching on decoded completion
+text (rather than transformers' token-level stop_strings, which also match across the
+prompt boundary, e.g. a prompt ending in "\n" plus a first token "def" for "\ndef") makes
+the early stop agree exactly with the cut.
 
 An optional GenerationCache (JSONL) remembers completions by (model id, prompt,
 settings), so a re-run or a re-scoring does not regenerate.
@@ -21,6 +23,7 @@ from typing import Sequence
 
 import torch
 from tqdm.auto import tqdm
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from pipeline.benchmarks.extraction import truncate_at_stop
 
@@ -62,6 +65,25 @@ class GenerationCache:
                                    ensure_ascii=False) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+
+class _StopOnCompletionText(StoppingCriteria):
+    """Per row: done once the decoded new tokens contain a stop sequence."""
+
+    def __init__(self, tokenizer, stop: Sequence[str], prompt_length: int):
+        self.tokenizer = tokenizer
+        self.stop = list(stop)
+        self.prompt_length = prompt_length
+        # A stop sequence of n characters spans at most n tokens (plus a few for tokens
+        # that decode to nothing, and bytes of a character split over tokens).
+        self.window = max(len(s) for s in self.stop) + 4
+
+    def __call__(self, input_ids, scores, **kwargs):
+        new_tokens = input_ids[:, self.prompt_length:]
+        tails = self.tokenizer.batch_decode(new_tokens[:, -self.window:],
+                                            skip_special_tokens=True)
+        done = [any(s in tail for s in self.stop) for tail in tails]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 def _model_device(model) -> torch.device:
@@ -157,7 +179,8 @@ def _generate_batch(model, tokenizer, prompts, device, *, max_new_tokens, stop, 
     else:  # say so explicitly: a model's generation_config may default to sampling
         options.update(temperature=None, top_p=None, top_k=None)
     if stop:
-        options.update(stop_strings=list(stop), tokenizer=tokenizer)
+        options["stopping_criteria"] = StoppingCriteriaList(
+            [_StopOnCompletionText(tokenizer, stop, encoded["input_ids"].shape[1])])
     output = model.generate(**encoded, **options)
     sequences = output.sequences if hasattr(output, "sequences") else output
     new_tokens = sequences[:, encoded["input_ids"].shape[1]:]

@@ -95,3 +95,26 @@ def test_bad_arguments_are_one_line_errors(model, tokenizer):
         generate_texts(model, tokenizer, PROMPTS, max_new_tokens=4, num_return_sequences=2)
     with pytest.raises(GenerationError, match="list of strings"):
         generate_texts(model, tokenizer, "one prompt", max_new_tokens=4)
+
+
+def test_generation_stops_early_once_every_row_has_a_stop(model, tokenizer):
+    """With a stop sequence found early in every row, generate() must not run to the cap."""
+    full = generate_texts(model, tokenizer, PROMPTS[:3], max_new_tokens=40, progress=False)
+    stop = [text[1:3] for text in full]  # each row hits its own stop by its 3rd character
+    calls = []
+    original_forward = model.forward
+
+    def counting_forward(*args, **kwargs):
+        calls.append(1)
+        return original_forward(*args, **kwargs)
+
+    model.forward = counting_forward
+    try:
+        stopped = generate_texts(model, tokenizer, PROMPTS[:3], max_new_tokens=40, stop=stop,
+                                 batch_size=3, progress=False)
+    finally:
+        del model.forward
+    assert len(calls) < 20  # a few steps, not 40
+    for unconstrained, result in zip(full, stopped):
+        cuts = [unconstrained.find(s) for s in stop if s in unconstrained]
+        assert result == unconstrained[:min(cuts)]
