@@ -10,6 +10,7 @@ import json
 import os
 import resource
 import sys
+import traceback  # imported now: a failed mount may hide the standard library
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
@@ -28,27 +29,40 @@ def check(result, what):
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def make_reachable(directory):
-    """Let the unprivileged uid reach `directory` (the Python installation) read-only.
-
-    An interpreter under a private home (/root/.pyenv/...) is unreachable for another uid.
-    In the program's own mount namespace, the first ancestor it cannot traverse is covered
-    by an empty tmpfs (which also hides the rest of that home), the path is recreated in
-    it, and the directory itself is bind-mounted back, read-only.
-    """
+def blocked_ancestor(directory):
+    """The first ancestor of `directory` that other users cannot traverse, or None."""
     parts = os.path.abspath(directory).split("/")[1:]
-    blocked = None
     for depth in range(1, len(parts) + 1):
         ancestor = "/" + "/".join(parts[:depth])
         if not os.stat(ancestor).st_mode & 0o001:
-            blocked = depth
-            break
-    if blocked is None:
+            return ancestor
+    return None
+
+
+def same_directory(path, fd):
+    try:
+        here, there = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def make_reachable(directory, target_fd):
+    """Let the unprivileged uid reach `directory` (the Python installation) read-only.
+
+    An interpreter under a private home (/root/.pyenv/...) is unreachable for another uid,
+    and one under /tmp is hidden by the fresh tmpfs. In the program's own mount namespace,
+    the first ancestor it cannot traverse is covered by an empty tmpfs (which also hides
+    the rest of that home), the path is recreated, and the directory itself (held open
+    since before any mount) is bind-mounted back, read-only.
+    """
+    hidden = not same_directory(directory, target_fd)
+    cover = blocked_ancestor(directory) if not hidden else None
+    if not hidden and cover is None:
         return
-    target_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY)
-    cover = "/" + "/".join(parts[:blocked])
-    check(libc.mount(b"tmpfs", cover.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                     b"size=64k,mode=755"), f"cover {cover}")
+    if cover is not None:
+        check(libc.mount(b"tmpfs", cover.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                         b"size=64k,mode=755"), f"cover {cover}")
     os.makedirs(directory, mode=0o755, exist_ok=True)
     source = f"/proc/self/fd/{target_fd}".encode()
     check(libc.mount(source, directory.encode(), None, MS_BIND | MS_REC, None),
@@ -56,7 +70,6 @@ def make_reachable(directory):
     check(libc.mount(None, directory.encode(), None,
                      MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None),
           f"read-only {directory}")
-    os.close(target_fd)
 
 
 def main():
@@ -66,13 +79,18 @@ def main():
     if config["full"]:
         check(libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(mount, network)")
         check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+        # Held open from inside the new namespace (a bind source must belong to it) and
+        # before the tmpfs mounts, which may hide them.
+        interpreter_fds = {directory: os.open(directory, os.O_PATH | os.O_DIRECTORY)
+                           for directory in config["interpreter_dirs"]}
         options = f"size={limits['tmpfs_bytes']},mode=1777".encode()
         for path in WORLD_WRITABLE_DIRS:
             if os.path.isdir(path):
                 check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
                                  options), f"mount tmpfs on {path}")
-        for directory in config["interpreter_dirs"]:
-            make_reachable(directory)
+        for directory, target_fd in interpreter_fds.items():
+            make_reachable(directory, target_fd)
+            os.close(target_fd)
         uid = config["uid"]
         os.setgroups([])
         os.setgid(uid)
@@ -104,7 +122,7 @@ def main():
 try:
     main()
 except Exception as error:  # noqa: BLE001 - report any setup failure as one line
-    import traceback; where = traceback.extract_tb(error.__traceback__)[-1]
+    where = traceback.extract_tb(error.__traceback__)[-1]
     sys.stdout.write(f"sandbox boot failed: {type(error).__name__}: {error} (line {where.lineno}: {where.line})\n")
     sys.stdout.flush()
     os._exit(125)
