@@ -116,13 +116,50 @@ _KILL_ALL_OF_UID = (
 )
 
 
-def _kill_leftovers(uid: int) -> None:
-    """Kill every process still running under the program's uid (escaped daemons)."""
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper_set = False
+
+
+def _become_subreaper() -> None:
+    """Adopt the orphans of sandboxed programs, so that we can reap them after killing them.
+
+    Without this, a daemon a program left behind is reparented to init, which in a
+    container may never reap it: killed, it would stay a zombie.
+    """
+    global _subreaper_set
+    if not _subreaper_set:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        _subreaper_set = True
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _kill_leftovers(uid: int, deadline_s: float = 10.0) -> None:
+    """Kill, and reap, every process still running under the program's uid."""
     if not _processes_of_uid(uid):
         return
     subprocess.run([sys.executable, "-I", "-S", "-c", _KILL_ALL_OF_UID, str(uid)],
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=30, check=False)
+    give_up = time.monotonic() + deadline_s
+    while time.monotonic() < give_up:
+        remaining = _processes_of_uid(uid)
+        if not remaining:
+            return
+        for pid in remaining:
+            if _parent_pid(pid) == os.getpid():  # an adopted orphan: reap it
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        time.sleep(0.01)
 
 
 def _wait_for_exit(process: subprocess.Popen, timeout_s: float) -> bool:
@@ -160,6 +197,8 @@ def run_program(program: str, tests: str = "", limits: SandboxLimits = SandboxLi
     """
     full = isolation_level() == "full"
     uid = random.randrange(*_UID_RANGE) if full else os.getuid()
+    if full:
+        _become_subreaper()
     nonce = secrets.token_hex(16)
     host_dir = Path(tempfile.mkdtemp(prefix="calm_sandbox_"))  # 0700, harness only
     try:
