@@ -24,9 +24,12 @@ from pipeline.generation import GenerationCache, generate_texts
 def load_model(spec: dict):
     """(model, tokenizer, model_id) from a model spec; the one place that loads models.
 
-    spec.path: a local Hugging Face checkpoint folder (a plain causal LM), or a folder
-    holding a GGUF file named by spec.gguf_file. Composed CALM checkpoints will be loaded
-    here too once pipeline.composition provides a loader.
+    spec.path: a local folder holding one of
+      * a saved CALM composition (config.json with model_type "calm"): loaded with
+        pipeline.composition.CALMForCausalLM, its bases from the paths its config names,
+        the tokenizer from the anchor (whose vocabulary the composition predicts);
+      * a Hugging Face causal-LM checkpoint (mA, mB, a fine-tuned or merged model);
+      * a GGUF file named by spec.gguf_file.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
     import torch
@@ -37,13 +40,24 @@ def load_model(spec: dict):
     if not Path(path).exists():
         raise BenchmarkError(f"model.path {path!r} does not exist")
     gguf_file = spec.get("gguf_file")
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     dtype = getattr(torch, spec.get("dtype") or "float32")
+    device = spec.get("device") or "cpu"
+    model_id = str(Path(path).resolve()) + (f"::{gguf_file}" if gguf_file else "")
+    config_file = Path(path) / "config.json"
+    if not gguf_file and config_file.is_file() and \
+            json.loads(config_file.read_text()).get("model_type") == "calm":
+        from pipeline.composition import CALMForCausalLM, load_tokenizer
+        try:
+            model = CALMForCausalLM.from_pretrained(path, dtype=dtype)
+            anchor = model.config.anchor or {}
+            tokenizer = load_tokenizer(anchor.get("name_or_path"), anchor.get("gguf_file"))
+        except Exception as error:  # noqa: BLE001 - the composition's own one-line errors
+            raise BenchmarkError(f"cannot load the composition at {path}: {error}") from None
+        return model.to(device).eval(), tokenizer, model_id
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
-    model.to(spec.get("device") or "cpu").eval()
-    model_id = str(Path(path).resolve()) + (f"::{gguf_file}" if gguf_file else "")
-    return model, tokenizer, model_id
+    return model.to(device).eval(), tokenizer, model_id
 
 
 def _write_atomically(path: Path, text: str) -> None:
