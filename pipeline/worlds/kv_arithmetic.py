@@ -4,7 +4,8 @@ D_KV maps N_KV random lowercase strings (2-6 characters) to unique integers in
 [1, N_KV].  Expressions (D_KV-EXP) join `n_terms` keys with operators.  Datasets:
 
 - kv_subs:   "ab+cde="  -> "12+7"         (expression over keys -> values substituted)
-- kv_math:   "ab+cde="  -> answer(12+7)   (expression over keys -> its value)
+- kv_math:   "ab+cde="  -> answer(12+7)   (expression over keys -> its value); with
+             kv_math_format=scratchpad the target is "12+7=" + answer(12+7)
 - num_math:  "12+7="    -> answer(12+7)   (substituted expression -> its value)
 - general:   text of this world for the vanilla model (no key's value in it)
 
@@ -159,7 +160,7 @@ def _join(items, ops) -> str:
     return s
 
 
-def _example(e: tuple, kv: dict, task: str, fmt: str) -> dict:
+def _example(e: tuple, kv: dict, task: str, fmt: str, kv_math_format: str = "direct") -> dict:
     ks, ops = e
     kexpr = _join(ks, ops)
     nexpr = _join([kv[k] for k in ks], ops)
@@ -167,6 +168,8 @@ def _example(e: tuple, kv: dict, task: str, fmt: str) -> dict:
     if task == "kv_subs":
         return {"prompt": kexpr + "=", "target": nexpr}
     if task == "kv_math":
+        if kv_math_format == "scratchpad":  # write the substituted expression, then its value
+            return {"prompt": kexpr + "=", "target": nexpr + "=" + answer_text(value, fmt)}
         return {"prompt": kexpr + "=", "target": answer_text(value, fmt)}
     if task == "num_math":
         return {"prompt": nexpr + "=", "target": answer_text(value, fmt)}
@@ -226,8 +229,12 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
             ex = _example(e, ident, "num_math", fmt)
             gen_rows.append({"prompt": "", "target": ex["prompt"] + ex["target"]})
 
+    kmf = cfg["kv_math_format"]
+    if kmf not in ("direct", "scratchpad"):
+        raise PipelineError(f"kv_math_format must be direct or scratchpad, got {kmf!r}")
+
     def rows(exprs, table, task):
-        return [_example(e, table, task, fmt) | {"keys": list(e[0])} for e in exprs]
+        return [_example(e, table, task, fmt, kmf) | {"keys": list(e[0])} for e in exprs]
 
     comp_task = cfg["composition_task"]
     files = {
@@ -253,6 +260,7 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         "n_held_in": n_held_in,
         "composition_task": comp_task,
         "answer_format": fmt,
+        "kv_math_format": kmf,
         "vocabulary": "".join(vocabulary(cfg)),
         "max_chars": max(len(r["prompt"]) + len(r["target"]) for rs in files.values() for r in rs if "prompt" in r),
         "files": {k: len(v) for k, v in files.items()},

@@ -1,0 +1,66 @@
+"""params.yaml is the composition of conf/ (one source of truth), and bad input fails with one line."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.config import PipelineError, compose_params
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_params_yaml_equals_composed_conf():
+    with open(ROOT / "params.yaml") as f:
+        committed = yaml.safe_load(f)
+    assert committed == compose_params([f"preset={committed['preset']}"]), "params.yaml drifted from conf/: run `make params`"
+    assert committed["preset"] == "cpu", "the committed params.yaml must be the default preset"
+
+
+@pytest.mark.parametrize("preset", ["micro", "cpu", "paper"])
+def test_presets_compose(preset):
+    p = compose_params([f"preset={preset}"])
+    assert p["preset"] == preset
+    w = p["worlds"]["kv_arithmetic"]
+    assert w["n_keys"] > 0 and w["operators"]
+    for name, m in p["base_models"].items():
+        assert m["train"]["steps"] > 0, name
+    # the paper's mA is smaller than its mB: keep that ratio
+    a, b = p["base_models"]["mA"]["arch"], p["base_models"]["mB"]["arch"]
+    assert a["layers"] * a["hidden"] ** 2 < b["layers"] * b["hidden"] ** 2
+
+
+def test_paper_preset_is_the_papers_setting():
+    w = compose_params(["preset=paper"])["worlds"]["kv_arithmetic"]
+    assert w["n_keys"] == 25000 and w["n_terms"] == [3, 6] and sorted(w["operators"]) == ["+", "-", "x"]
+    assert w["key_length"] == [2, 6]
+
+
+def test_unknown_preset_is_one_clear_line():
+    with pytest.raises(PipelineError, match="unknown preset 'nope'"):
+        compose_params(["preset=nope"])
+    r = subprocess.run([sys.executable, "-m", "pipeline.params", "preset=nope", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "unknown preset" in r.stderr
+
+
+def test_missing_upstream_output_is_one_clear_line(tmp_path):
+    from pipeline.config import dump_params
+
+    dump_params(compose_params(["preset=micro"]), tmp_path / "params.yaml")
+    env = {"PYTHONPATH": str(ROOT), "CALM_PARAMS": str(tmp_path / "params.yaml"), "WANDB_MODE": "disabled", "PATH": "/usr/bin:/bin"}
+    for args in (["pipeline.train", "base", "mA"], ["pipeline.evaluate", "mA"], ["pipeline.report", "table1"]):
+        r = subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert r.returncode == 2, (args, r.stderr[-500:])
+        assert r.stderr.strip().count("\n") == 0 and "missing" in r.stderr, (args, r.stderr[-500:])
+
+
+def test_impossible_sizes_cli_is_one_clear_line(tmp_path):
+    from pipeline.config import dump_params
+
+    dump_params(compose_params(["preset=micro", "worlds.kv_arithmetic.n_keys=100000"]), tmp_path / "params.yaml")
+    env = {"PYTHONPATH": str(ROOT), "CALM_PARAMS": str(tmp_path / "params.yaml"), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "pipeline.build_data", "kv_arithmetic"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "distinct strings" in r.stderr, r.stderr
+    assert not (tmp_path / "data" / "kv_arithmetic").exists()
