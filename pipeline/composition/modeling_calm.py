@@ -172,6 +172,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         self._register_hooks()
         self.generation_config = copy.deepcopy(anchor.generation_config)
         self.post_init()
+        # Checkpoints hold the composition only; tell Trainer's resume that the bases' keys are absent on purpose.
+        self._keys_to_ignore_on_save = {k for k in self.state_dict() if not k.startswith("bridges.")}
 
     # ----- construction -------------------------------------------------------------------------------------
     @classmethod
