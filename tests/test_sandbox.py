@@ -152,3 +152,19 @@ def test_bad_limits_are_a_clear_error():
     with pytest.raises(SandboxError, match="unknown sandbox limit"):
         limits_from_config({"timeout": 3})
     assert limits_from_config({"timeout_s": 4}).timeout_s == 4
+
+
+def test_a_program_cannot_fake_a_sandbox_failure_to_abort_the_evaluation():
+    program = "import os\nprint('sandbox boot failed: fake', flush=True)\nos._exit(125)\n"
+    result = run_program(program, "assert True\n", FAST)  # must not raise SandboxError
+    assert not result.passed and result.exit_code == 125
+
+
+def test_a_genuine_boot_failure_is_an_error_not_a_failed_program(monkeypatch):
+    import pipeline.benchmarks.sandbox as sandbox
+    if isolation_level() != "full":
+        pytest.skip("the failure provoked here is in the root-only set-up")
+    # A uid the kernel refuses (-1 is not a valid uid) makes the boot's setuid fail.
+    monkeypatch.setattr(sandbox, "_UID_RANGE", (2**32 - 1, 2**32))
+    with pytest.raises(SandboxError, match="sandbox boot failed"):
+        run_program("x = 1\n", "assert x == 1\n", FAST)

@@ -72,6 +72,22 @@ def make_reachable(directory, target_fd):
           f"read-only {directory}")
 
 
+def read_line_unbuffered(fd):
+    """One line from fd, byte by byte, so that the next line stays for the runner."""
+    data = b""
+    while not data.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        data += byte
+    return data.decode().strip()
+
+
+# The first stdin line is a secret that marks a genuine boot failure (a program cannot
+# fake one to abort an evaluation: it never sees this line). The second is the runner's.
+BOOT_SECRET = read_line_unbuffered(0)
+
+
 def main():
     config = json.loads(sys.argv[1])
     limits = config["limits"]
@@ -123,6 +139,7 @@ try:
     main()
 except Exception as error:  # noqa: BLE001 - report any setup failure as one line
     where = traceback.extract_tb(error.__traceback__)[-1]
-    sys.stdout.write(f"sandbox boot failed: {type(error).__name__}: {error} (line {where.lineno}: {where.line})\n")
+    sys.stdout.write(f"sandbox boot failed [{BOOT_SECRET}]: {type(error).__name__}: {error} "
+                     f"(line {where.lineno}: {where.line})\n")
     sys.stdout.flush()
     os._exit(125)

@@ -200,6 +200,7 @@ def run_program(program: str, tests: str = "", limits: SandboxLimits = SandboxLi
     if full:
         _become_subreaper()
     nonce = secrets.token_hex(16)
+    boot_secret = secrets.token_hex(16)  # marks genuine boot failures (see _sandbox_boot)
     host_dir = Path(tempfile.mkdtemp(prefix="calm_sandbox_"))  # 0700, harness only
     try:
         workdir = host_dir / "work"
@@ -230,7 +231,7 @@ def run_program(program: str, tests: str = "", limits: SandboxLimits = SandboxLi
                 pass_fds=(status_fd,), start_new_session=True, cwd="/",
             )
             try:
-                process.stdin.write((nonce + "\n").encode())
+                process.stdin.write(f"{boot_secret}\n{nonce}\n".encode())
                 process.stdin.close()
             except BrokenPipeError:
                 pass  # the program died at once; its exit status tells why
@@ -248,8 +249,9 @@ def run_program(program: str, tests: str = "", limits: SandboxLimits = SandboxLi
         output, truncated = _read_bounded(output_path, limits.max_output_bytes)
         proof = status_path.read_bytes()[:256].decode("ascii", errors="replace")
         exit_code = process.returncode
-        if exit_code == _BOOT_FAILURE_EXIT and output.startswith("sandbox boot failed"):
-            raise SandboxError(output.strip().splitlines()[0])
+        marker = f"sandbox boot failed [{boot_secret}]"
+        if exit_code == _BOOT_FAILURE_EXIT and output.startswith(marker):
+            raise SandboxError("sandbox boot failed" + output.splitlines()[0][len(marker):])
         passed = not timed_out and exit_code == 0 and proof == nonce
         if passed:
             status = "passed"
