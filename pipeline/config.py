@@ -162,7 +162,7 @@ def fingerprint(obj: Any, files: Iterable[str | os.PathLike] = ()) -> str:
 def wandb_enabled() -> bool:
     """W&B is offline by default (no account needed; `wandb sync wandb/` later)."""
     os.environ.setdefault("WANDB_MODE", "offline")
-    os.environ.setdefault("WANDB_DIR", str(ROOT))
+    os.environ.setdefault("WANDB_DIR", os.getcwd())  # -> ./wandb/ (gitignored, .dvcignore'd)
     os.environ.setdefault("WANDB_SILENT", "true")
     return os.environ["WANDB_MODE"] != "disabled"
 

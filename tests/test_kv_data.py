@@ -1,5 +1,6 @@
 """Invariants of the key-value arithmetic world's data (paper §4.1)."""
 import json
+import re
 
 import pytest
 
@@ -19,9 +20,10 @@ def _read(d, name):
     return [json.loads(l) for l in (d / name).read_text().splitlines()]
 
 
-@pytest.fixture(scope="module")
-def built(cfg, tmp_path_factory):
+@pytest.fixture(scope="module", params=[("plain", "direct"), ("padded", "scratchpad")])
+def built(request, cfg, tmp_path_factory):
     d = tmp_path_factory.mktemp("kv")
+    cfg["number_format"], cfg["kv_math_format"] = request.param
     kv.build(cfg, d, seed=3)
     return d
 
@@ -70,14 +72,17 @@ def test_every_answer_is_pythons_evaluation(built, cfg):
                     cur += ch
             parts.append(cur)
             assert parts == r["keys"], (parts, r)
-            numeric = str(table[parts[0]]) + "".join(o + str(table[p]) for o, p in zip(ops, parts[1:]))
-            value = eval(numeric.replace("x", "*"))
+            numeric = kv.number_text(table[parts[0]], cfg) + "".join(o + kv.number_text(table[p], cfg) for o, p in zip(ops, parts[1:]))
+            value = eval(str(table[parts[0]]) + "".join(o + str(table[p]) for o, p in zip(ops, parts[1:])).replace("x", "*"))
             if "kv_subs" in name:
                 assert r["target"] == numeric
+            elif cfg["kv_math_format"] == "scratchpad":
+                assert r["target"] == numeric + "=" + kv.answer_text(value, fmt)
             else:
                 assert kv.parse_answer(r["target"], fmt) == value
     for r in _read(built, "num_math_test.jsonl") + _read(built, "num_math_train.jsonl"):
-        assert kv.parse_answer(r["target"], fmt) == eval(r["prompt"][:-1].replace("x", "*"))
+        assert kv.parse_answer(r["target"], fmt) == kv.evaluate_expression(r["prompt"][:-1])
+        assert kv.evaluate_expression(r["prompt"][:-1]) == eval("".join(t if t in "+-x" else str(int(t)) for t in re.split(r"([+\-x])", r["prompt"][:-1])).replace("x", "*"))
 
 
 def test_general_text_holds_no_key_value_pair(built):

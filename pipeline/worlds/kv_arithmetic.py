@@ -23,6 +23,7 @@ bytes.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -58,10 +59,20 @@ def parse_answer(text: str, fmt: str) -> int | None:
 
 
 def evaluate_expression(expr: str) -> int:
-    """Python's evaluation of an expression over integers ('x' is multiplication)."""
+    """Python's evaluation of an expression over integers ('x' is multiplication; zero-padded numbers allowed)."""
     if not all(c in DIGITS + "+-x" for c in expr):
         raise ValueError(f"not a numeric expression: {expr!r}")
+    expr = re.sub(r"(?<![0-9])0+(?=[0-9])", "", expr)  # "007" -> "7": Python rejects leading zeros
     return int(eval(expr.replace("x", "*"), {"__builtins__": {}}, {}))
+
+
+def number_text(value: int, cfg: dict) -> str:
+    """An operand as written in expressions: plain, or zero-padded to the width of N_KV."""
+    if cfg.get("number_format", "plain") == "padded":
+        return str(value).zfill(len(str(cfg["n_keys"])))
+    if cfg.get("number_format", "plain") != "plain":
+        raise PipelineError(f"unknown number_format {cfg['number_format']!r}: use plain or padded")
+    return str(value)
 
 
 def vocabulary(cfg: dict) -> list[str]:
@@ -160,10 +171,10 @@ def _join(items, ops) -> str:
     return s
 
 
-def _example(e: tuple, kv: dict, task: str, fmt: str, kv_math_format: str = "direct") -> dict:
+def _example(e: tuple, kv: dict, task: str, fmt: str, kv_math_format: str = "direct", numtext=str) -> dict:
     ks, ops = e
     kexpr = _join(ks, ops)
-    nexpr = _join([kv[k] for k in ks], ops)
+    nexpr = _join([numtext(kv[k]) for k in ks], ops)
     value = evaluate_expression(nexpr)
     if task == "kv_subs":
         return {"prompt": kexpr + "=", "target": nexpr}
@@ -190,6 +201,10 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     fmt = cfg["answer_format"]
     sizes = cfg["sizes"]
 
+    def numtext(v: int) -> str:
+        return number_text(v, cfg)
+
+
     # tests first, so that training sets can exclude them
     subs_test = _expressions(keys, sizes["test"], cfg, rng)
     math_test_out = _expressions(held_out, sizes["test"], cfg, rng)
@@ -199,12 +214,12 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
 
     # NUM-MATH: the same expression shapes over integers in [1, N_KV] (any, not only D_KV's)
     def num_exprs(n, exclude=frozenset()):
-        pseudo = [str(v) for v in range(1, cfg["n_keys"] + 1)]
+        pseudo = [numtext(v) for v in range(1, cfg["n_keys"] + 1)]
         return _expressions(pseudo, n, cfg, rng, exclude=exclude)
 
     num_test = num_exprs(sizes["test"])
     num_train = num_exprs(sizes["num_math_train"], exclude=set(num_test))
-    ident = {str(v): v for v in range(1, cfg["n_keys"] + 1)}
+    ident = {numtext(v): v for v in range(1, cfg["n_keys"] + 1)}
 
     # general text of this world for the vanilla model: expressions over random
     # key-like strings and over numbers, with or without '=' and an answer over
@@ -226,7 +241,7 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
             gen_rows.append({"prompt": "", "target": _join(*e)})
         else:
             e = num_exprs(1)[0]
-            ex = _example(e, ident, "num_math", fmt)
+            ex = _example(e, ident, "num_math", fmt, numtext=numtext)
             gen_rows.append({"prompt": "", "target": ex["prompt"] + ex["target"]})
 
     kmf = cfg["kv_math_format"]
@@ -234,22 +249,22 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         raise PipelineError(f"kv_math_format must be direct or scratchpad, got {kmf!r}")
 
     def rows(exprs, table, task):
-        return [_example(e, table, task, fmt, kmf) | {"keys": list(e[0])} for e in exprs]
+        return [_example(e, table, task, fmt, kmf, numtext) | {"keys": list(e[0])} for e in exprs]
 
     comp_task = cfg["composition_task"]
     files = {
         "d_kv.jsonl": [{"key": k, "value": v, "held_in": i < n_held_in} for i, (k, v) in enumerate(kv.items())],
         "general_train.jsonl": gen_rows,
         "kv_subs_train.jsonl": rows(subs_train, kv, "kv_subs"),
-        "num_math_train.jsonl": [_example(e, ident, "num_math", fmt) for e in num_train],
+        "num_math_train.jsonl": [_example(e, ident, "num_math", fmt, numtext=numtext) for e in num_train],
         "composition_train.jsonl": rows(comp_train, kv, comp_task),
         "kv_subs_test.jsonl": rows(subs_test, kv, "kv_subs"),
-        "num_math_test.jsonl": [_example(e, ident, "num_math", fmt) for e in num_test],
+        "num_math_test.jsonl": [_example(e, ident, "num_math", fmt, numtext=numtext) for e in num_test],
         "kv_math_test.jsonl": rows(math_test_out, kv, "kv_math"),
         "kv_math_held_in_test.jsonl": rows(math_test_in, kv, "kv_math"),
     }
     if cfg.get("kv_listing_in_mA", False):
-        listing = [{"prompt": k + "=", "target": str(v), "keys": [k]} for k, v in kv.items()]
+        listing = [{"prompt": k + "=", "target": numtext(v), "keys": [k]} for k, v in kv.items()]
         files["kv_subs_train.jsonl"] = files["kv_subs_train.jsonl"] + listing * int(cfg["kv_listing_repeats"])
     for name, r in files.items():
         atomic_write_jsonl(out / name, r)
@@ -261,6 +276,7 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         "composition_task": comp_task,
         "answer_format": fmt,
         "kv_math_format": kmf,
+        "number_format": cfg.get("number_format", "plain"),
         "vocabulary": "".join(vocabulary(cfg)),
         "max_chars": max(len(r["prompt"]) + len(r["target"]) for rs in files.values() for r in rs if "prompt" in r),
         "files": {k: len(v) for k, v in files.items()},
