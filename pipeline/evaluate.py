@@ -72,18 +72,24 @@ def generate(model, tokenizer, prompts, *, max_new_tokens, batch_size, progress=
     return _generate_fallback(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
 
 
-def evaluate_model(model, tokenizer, datasets: dict[str, list[dict]], *, max_new_tokens: int, batch_size: int, progress=True):
-    """-> (metrics {dataset: {accuracy, n}}, prediction rows)."""
+def evaluate_model(model, tokenizer, datasets: dict[str, list[dict]], *, max_new_tokens: int, batch_size: int, progress=True, cut_at: dict | None = None):
+    """-> (metrics {dataset: {accuracy, n}}, prediction rows).
+
+    cut_at {dataset: string}: the prediction is graded up to the first occurrence of that
+    string (e.g. KV-SUBS shares its prompt with a scratchpad KV-MATH, whose answer goes on
+    after the substituted expression with "=" and the value)."""
     metrics, preds = {}, []
+    cut_at = cut_at or {}
     for ds_name, rows in datasets.items():
         t0 = time.time()
         outs = generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
         correct = 0
         for r, o in zip(rows, outs):
             o = o.replace(tokenizer.eos_token, "").strip()
-            ok = o == r["target"].strip()
+            graded = o.split(cut_at[ds_name], 1)[0] if cut_at.get(ds_name) else o
+            ok = graded == r["target"].strip()
             correct += ok
-            preds.append({"dataset": ds_name, "prompt": r["prompt"], "target": r["target"], "prediction": o, "correct": ok})
+            preds.append({"dataset": ds_name, "prompt": r["prompt"], "target": r["target"], "prediction": o, "graded": graded, "correct": ok})
         metrics[ds_name] = {"accuracy": round(100.0 * correct / max(len(rows), 1), 2), "n": len(rows), "seconds": round(time.time() - t0, 1)}
         print(f"{ds_name}: {metrics[ds_name]['accuracy']:.1f}% exact match (n={len(rows)})", file=sys.stderr)
     return metrics, preds
@@ -106,7 +112,9 @@ def main(argv: list[str]) -> None:
     model.eval()
     data = {d: read_jsonl(Path("data") / ecfg["world"] / f"{d}.jsonl") for d in ecfg["datasets"]}
     run = wandb_run(f"eval-{name}", "evaluate", {"model": name, **ecfg, "seed": params["seed"]}, params.get("wandb", {}).get("project", "calm-repro"))
-    metrics, preds = evaluate_model(model, tok, data, max_new_tokens=ecfg["max_new_tokens"], batch_size=ecfg["batch_size"])
+    metrics, preds = evaluate_model(
+        model, tok, data, max_new_tokens=ecfg["max_new_tokens"], batch_size=ecfg["batch_size"], cut_at=ecfg.get("cut_at") or {}
+    )
     if run is not None:
         run.log({f"{d}/accuracy": m["accuracy"] for d, m in metrics.items()})
         run.finish()

@@ -57,7 +57,14 @@ def build_table(name: str, params: dict) -> tuple[str, str, list[dict]]:
         f"- D_KV: {wcfg['n_keys']} keys of {wcfg['key_length'][0]}-{wcfg['key_length'][1]} characters, values a permutation of 1..{wcfg['n_keys']}; "
         f"expressions of {wcfg['n_terms'][0]}-{wcfg['n_terms'][1]} keys over {' '.join(wcfg['operators'])}\n"
     )
-    md.write(f"- answer format: `{wcfg['answer_format']}`" + (" (answer digits least-significant first)" if wcfg["answer_format"] == "reversed" else "") + "\n")
+    md.write(f"- answer format: `{wcfg['answer_format']}`" + (" (answer digits least-significant first)" if wcfg["answer_format"] == "reversed" else "") + f"; numbers `{wcfg.get('number_format', 'plain')}`\n")
+    if wcfg.get("kv_math_format", "direct") == "scratchpad":
+        md.write("- KV-Arithmetic format: `scratchpad`: the target is the substituted expression, `=`, then the value (e.g. `ab+cd=` -> `12+34=64`); exact match on all of it\n")
+    else:
+        md.write("- KV-Arithmetic format: `direct`: the target is the value only (the paper's format)\n")
+    cut = params["evaluation"].get("cut_at") or {}
+    if cut:
+        md.write("- grading: " + ", ".join(f"{d} up to the first `{c}`" for d, c in cut.items()) + "; all else exact match of the whole output\n")
     md.write(
         f"- composition data D_C: `{wcfg['composition_task']}` over the held-in {summary['n_held_in']} keys "
         f"({100 * wcfg['held_in_fraction']:.0f}%); KV-Arithmetic (held-out keys) uses only keys outside them\n"
