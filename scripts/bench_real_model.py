@@ -59,7 +59,10 @@ def main() -> None:
     folder, gguf_file = smollm2_gguf()
     model, tokenizer, model_id = load_model({"path": str(folder), "gguf_file": gguf_file})
     print(f"model {gguf_file}: loaded in {time.monotonic() - started:.1f} s")
+    summary_path = Path(args.output_dir) / "summary.json"
     summary = {}
+    if args.only and summary_path.exists():  # a partial run updates the earlier figures
+        summary = json.loads(summary_path.read_text())
     for name, limit, overrides in RUNS:
         if args.only and name not in args.only:
             continue
@@ -73,8 +76,8 @@ def main() -> None:
     total = time.monotonic() - started
     summary["wall_seconds"] = round(total, 1)
     summary["threads"] = args.threads
-    Path(args.output_dir).mkdir(parents=True, exist_ok=True)
-    (Path(args.output_dir) / "summary.json").write_text(json.dumps(summary, indent=2))
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(summary, indent=2))
     print(f"total wall time {total:.1f} s; summary in {args.output_dir}/summary.json")
 
 
