@@ -16,11 +16,12 @@ PAIRS = [(anchor, FAMILIES[(i + 1) % len(FAMILIES)]) for i, anchor in enumerate(
 MODES = ("iterative", "encoder")
 
 
-def compose(anchor_family="llama", augmenting_family="gpt2", mode="iterative", randomize=True, connections=None):
+def compose(anchor_family="llama", augmenting_family="gpt2", mode="iterative", randomize=True, connections=None,
+            rotary=True):
     anchor = tiny_model(anchor_family, width=64, layers=4, heads=4, seed=0)
     augmenting = tiny_model(augmenting_family, width=32, layers=6, heads=2, seed=1)
     calm = CALMForCausalLM.from_models(
-        anchor, augmenting, connections=connections or [(1, 1), (3, 2), (5, 3)], mode=mode
+        anchor, augmenting, connections=connections or [(1, 1), (3, 2), (5, 3)], mode=mode, rotary=rotary
     )
     return randomize_composition(calm) if randomize else calm
 
@@ -83,9 +84,9 @@ def test_no_leakage_from_future_tokens(anchor_family, augmenting_family):
     assert (past[:, t:] - anchor_only[:, t:]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_cached_decoding_equals_full_recomputation(mode):
-    calm = compose("qwen2", "llama", mode=mode)
+@pytest.mark.parametrize("mode,rotary", [("iterative", True), ("encoder", True), ("iterative", False)])
+def test_cached_decoding_equals_full_recomputation(mode, rotary):
+    calm = compose("qwen2", "llama", mode=mode, rotary=rotary)
     ids, mask = left_padded(random_sequences([6, 11]))
     settings = dict(attention_mask=mask, max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0)
     with torch.no_grad():

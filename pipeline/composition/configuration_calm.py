@@ -59,6 +59,9 @@ class CALMConfig(PreTrainedConfig):
     num_heads (`int`): heads of each cross-attention; defaults to the anchor's head count.
     normalize_inputs (`bool`): RMS-normalise (without parameters) the query and key/value inputs of each
         cross-attention, so the two models' residual-stream scales do not matter. Adds no parameters.
+    rotary (`bool`): rotate queries and keys by their token positions (RoPE, base `rotary_theta`), so that mB can
+        attend to mA by relative position (e.g. to mA's state at its own token). Adds no parameters. The paper
+        does not say whether its cross-attention sees positions; `rotary=False` gives the position-free variant.
     """
 
     model_type = "calm"
@@ -68,6 +71,8 @@ class CALMConfig(PreTrainedConfig):
     mode: str = "iterative"
     num_heads: int | None = None
     normalize_inputs: bool = True
+    rotary: bool = True
+    rotary_theta: float = 10000.0
     vocab_size: int | None = None
 
     def __post_init__(self, **kwargs):

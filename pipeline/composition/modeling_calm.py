@@ -43,13 +43,20 @@ class CrossAttention(nn.Module):
     exactly its anchor.
     """
 
-    def __init__(self, augmenting_width: int, anchor_width: int, num_heads: int, normalize_inputs: bool = True):
+    def __init__(
+        self, augmenting_width: int, anchor_width: int, num_heads: int, normalize_inputs: bool = True,
+        rotary: bool = True, rotary_theta: float = 10000.0,
+    ):
         super().__init__()
         if anchor_width % num_heads != 0:
             raise CompositionConfigError(f"num_heads={num_heads} does not divide the anchor width {anchor_width}")
         self.num_heads = num_heads
         self.head_dim = anchor_width // num_heads
+        if rotary and self.head_dim % 2:
+            raise CompositionConfigError(f"rotary positions need an even head size, not {self.head_dim}")
         self.normalize_inputs = normalize_inputs
+        self.rotary = rotary
+        self.rotary_theta = rotary_theta
         self.f_proj = nn.Linear(augmenting_width, anchor_width, bias=False)
         self.q_proj = nn.Linear(anchor_width, anchor_width, bias=False)
         self.k_proj = nn.Linear(anchor_width, anchor_width, bias=False)
@@ -70,19 +77,36 @@ class CrossAttention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def keys_values(self, augmenting_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """mA states [B, S, D_A] -> keys and values [B, H, S, D_B/H]; computed once per mA position and cached."""
-        projected = self._norm(self.f_proj(augmenting_states.to(self.f_proj.weight.dtype)))
-        return self._split_heads(self.k_proj(projected)), self._split_heads(self.v_proj(projected))
+    def _rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Rotary position embedding of queries or keys x [B, H, L, d] at token positions [B, L].
 
-    def forward(self, anchor_states, keys, values, allowed, has_key) -> torch.Tensor:
-        """The residual update for mB: [B, T, D_B].
+        Both models read the same sequence, so with rotations of the shared positions a query can find mA's state
+        at its own position, or k tokens back; without them, attention has no notion of where a state came from.
+        """
+        if not self.rotary:
+            return x
+        half = self.head_dim // 2
+        inv_freq = self.rotary_theta ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
+        angles = positions[:, None, :, None].float() * inv_freq
+        cos, sin = angles.cos(), angles.sin()
+        first, second = x[..., :half].float(), x[..., half:].float()
+        return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1).to(x.dtype)
+
+    def keys_values(self, augmenting_states: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """mA states [B, S, D_A] at positions [B, S] -> keys and values [B, H, S, D_B/H], cached once computed."""
+        projected = self._norm(self.f_proj(augmenting_states.to(self.f_proj.weight.dtype)))
+        keys = self._rotate(self._split_heads(self.k_proj(projected)), positions)
+        return keys, self._split_heads(self.v_proj(projected))
+
+    def forward(self, anchor_states, positions, keys, values, allowed, has_key) -> torch.Tensor:
+        """The residual update for mB at positions [B, T]: [B, T, D_B].
 
         allowed [B, 1, T, S] says which mA positions each mB position may read; has_key [B, 1, T, 1] is False for
         rows that may read none (left padding, or an empty prompt), whose update is zero rather than NaN.
         """
         batch, length, width = anchor_states.shape
         queries = self._split_heads(self.q_proj(self._norm(anchor_states.to(self.q_proj.weight.dtype))))
+        queries = self._rotate(queries, positions)
         attended = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed)
         attended = attended * has_key
         update = self.o_proj(attended.transpose(1, 2).reshape(batch, length, width))
@@ -113,6 +137,7 @@ class CALMCache:
 class _AnchorStep:
     """What the anchor's hooks need during one forward: per mA, the keys/values per connection and the masks."""
 
+    positions: torch.Tensor  # [B, T] positions of the anchor's new tokens
     keys_values: list
     allowed: list
     has_key: list
@@ -152,7 +177,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             width = text_config(model).hidden_size
             bridges.append(
                 nn.ModuleList(
-                    CrossAttention(width, anchor_config.hidden_size, num_heads, config.normalize_inputs)
+                    CrossAttention(width, anchor_config.hidden_size, num_heads, config.normalize_inputs,
+                                   config.rotary, config.rotary_theta)
                     for _ in connections
                 )
             )
@@ -185,6 +211,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         mode: str = "iterative",
         num_heads: int | None = None,
         normalize_inputs: bool = True,
+        rotary: bool = True,
         layers_per_connection: int = 4,
     ) -> "CALMForCausalLM":
         """Compose `anchor` with `augmenting` (one model or a list).
@@ -233,6 +260,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             mode=mode,
             num_heads=num_heads or anchor_config.num_attention_heads,
             normalize_inputs=normalize_inputs,
+            rotary=rotary,
             vocab_size=anchor_config.vocab_size,
         )
         return cls(config, anchor, augmenting)
@@ -271,7 +299,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             hidden = output[0] if isinstance(output, tuple) else output
             for a, c in connection_ids:
                 keys, values = step.keys_values[a][c]
-                hidden = hidden + self.bridges[a][c](hidden, keys, values, step.allowed[a], step.has_key[a])
+                update = self.bridges[a][c](hidden, step.positions, keys, values, step.allowed[a], step.has_key[a])
+                hidden = hidden + update
             return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
 
         return hook
@@ -346,7 +375,10 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         if self.config.mode == "iterative":
             step = self._iterative_keys_values(input_ids, attention_mask, position_ids, cache, past)
         else:
-            step = self._encoder_keys_values(input_ids, attention_mask, augmenting_input_ids, augmenting_attention_mask, cache, past, labels)
+            step = self._encoder_keys_values(
+                input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache, past,
+                labels,
+            )
 
         self._step = step
         try:
@@ -384,8 +416,11 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             self._captured = None
         return (outputs.past_key_values if use_cache else None), captured
 
-    def _keys_values(self, index, states):
-        return [bridge.keys_values(states[i]) for bridge, (i, _) in zip(self.bridges[index], self._connections[index])]
+    def _keys_values(self, index, states, positions):
+        return [
+            bridge.keys_values(states[i], positions)
+            for bridge, (i, _) in zip(self.bridges[index], self._connections[index])
+        ]
 
     def _iterative_keys_values(self, input_ids, attention_mask, position_ids, cache, past) -> _AnchorStep:
         """CALM proper: mA reads the new tokens too; mB position t reads mA positions <= t that are real tokens."""
@@ -401,7 +436,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 a, input_ids, attention_mask, position_ids,
                 cache.augmenting[a] if cache is not None else None, cache is not None,
             )
-            new = self._keys_values(a, states)
+            new = self._keys_values(a, states, position_ids)
             if cache is not None:
                 if cache.keys_values[a] is not None:
                     new = [
@@ -412,10 +447,10 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 cache.keys_values[a] = new
             keys_values.append(new)
         count = len(self.augmenting)
-        return _AnchorStep(keys_values, [allowed] * count, [has_key] * count)
+        return _AnchorStep(position_ids, keys_values, [allowed] * count, [has_key] * count)
 
     def _encoder_keys_values(
-        self, input_ids, attention_mask, augmenting_input_ids, augmenting_attention_mask, cache, past, labels
+        self, input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache, past, labels
     ) -> _AnchorStep:
         """§4.4 ablation: mA encodes the prompt once; every mB position may read every real prompt token."""
         new_tokens = input_ids.shape[1]
@@ -433,11 +468,12 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                     augmenting_input_ids, augmenting_attention_mask = input_ids, attention_mask[:, past:]
                 if augmenting_attention_mask is None:
                     augmenting_attention_mask = torch.ones_like(augmenting_input_ids)
+                augmenting_positions = _positions_from_mask(augmenting_attention_mask)
                 _, states = self._run_augmenting(
-                    a, augmenting_input_ids, augmenting_attention_mask,
-                    _positions_from_mask(augmenting_attention_mask), None, False,
+                    a, augmenting_input_ids, augmenting_attention_mask, augmenting_positions, None, False
                 )
-                kv, key_mask = self._keys_values(a, states), augmenting_attention_mask.bool()
+                kv = self._keys_values(a, states, augmenting_positions)
+                key_mask = augmenting_attention_mask.bool()
                 if cache is not None:
                     cache.keys_values[a], cache.augmenting_mask[a] = kv, key_mask
             rows = key_mask[:, None, None, :].expand(-1, 1, new_tokens, -1)
@@ -445,7 +481,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             keys_values.append(kv)
             allowed.append(rows | ~row_has_key)
             has_key.append(row_has_key)
-        return _AnchorStep(keys_values, allowed, has_key)
+        return _AnchorStep(position_ids, keys_values, allowed, has_key)
 
     # ----- generation ---------------------------------------------------------------------------------------
     def generate(self, inputs=None, **kwargs):
