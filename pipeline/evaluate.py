@@ -66,7 +66,7 @@ def generate(model, tokenizer, prompts, *, max_new_tokens, batch_size, progress=
         generate_texts = None
     if generate_texts is not None:
         return generate_texts(
-            model, tokenizer, prompts, max_new_tokens=max_new_tokens, stop=(tokenizer.eos_token,),
+            model, tokenizer, prompts, max_new_tokens=max_new_tokens, stop=(),  # generation stops at <eos>
             batch_size=batch_size, do_sample=False, progress=progress,
         )
     return _generate_fallback(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)

@@ -101,13 +101,34 @@ class Collator:
 
 
 def build_llama(arch: dict, tokenizer, max_positions: int):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    """A causal LM from scratch: `type: llama` (RoPE, no position in the residual stream) or
+    `type: gpt2` (learned absolute position embeddings, which the composition's position-free
+    cross-attention can match between mA and mB)."""
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-    if arch.get("type", "llama") != "llama":
-        raise PipelineError(f"unknown model type {arch.get('type')!r}: only llama is built here")
+    kind = arch.get("type", "llama")
+    if kind not in ("llama", "gpt2"):
+        raise PipelineError(f"unknown model type {kind!r}: use llama or gpt2")
     h, heads = arch["hidden"], arch["heads"]
     if h % heads:
         raise PipelineError(f"hidden={h} is not divisible by heads={heads}")
+    if kind == "gpt2":
+        cfg = GPT2Config(
+            vocab_size=len(tokenizer),
+            n_positions=max_positions,
+            n_embd=h,
+            n_layer=arch["layers"],
+            n_head=heads,
+            n_inner=arch.get("intermediate", 4 * h),
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            tie_word_embeddings=arch.get("tie_embeddings", True),
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        return GPT2LMHeadModel(cfg)
     cfg = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=h,
@@ -278,6 +299,8 @@ def train_composition(name: str, params: dict) -> dict:
     kwargs = {}
     if cfg.get("num_heads"):
         kwargs["num_heads"] = cfg["num_heads"]
+    if cfg.get("rotary") is not None:
+        kwargs["rotary"] = cfg["rotary"]
     model = CALMForCausalLM.from_models(
         anchor=anchor, augmenting=augmenting, connections=connections, mode=cfg.get("mode", "iterative"), **kwargs
     )
