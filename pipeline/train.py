@@ -246,6 +246,13 @@ def train_base(name: str, params: dict) -> dict:
     world = cfg["world"]
     stems = cfg["data"] if isinstance(cfg["data"], list) else [cfg["data"]]
     rows = [r for s in stems for r in _world_data(world, s)]
+    frac = float(cfg.get("prefix_fraction") or 0.0)
+    if frac > 0:  # shift a fraction of the prompts behind a value-free KV-MATH-shaped prefix
+        from pipeline.worlds import get_world
+
+        k = int(round(frac * len(rows)))
+        prefixes = get_world(world).random_prefixes(params["worlds"][world], k, seed + 1)
+        rows = [dict(r, prompt=p + r["prompt"]) for r, p in zip(rows[:k], prefixes)] + rows[k:]
     init = cfg.get("init", "tokenizer")
     init = None if init in (None, "tokenizer", "scratch") else init
     upstream = [Path("data") / world / f"{s}.jsonl" for s in stems] + [Path("models/tokenizer")]

@@ -283,3 +283,14 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     }
     atomic_write_json(out / "summary.json", summary)
     return summary
+
+
+def random_prefixes(cfg: dict, n: int, seed: int) -> list[str]:
+    """n prompt prefixes shaped like a KV-MATH prompt ("qz+abcd=") over random strings that
+    carry no value: shifts a model's NUM-MATH inputs to the offsets where they sit in a
+    scratchpad KV-MATH answer, without teaching it anything about D_KV."""
+    rng = np.random.default_rng(seed)
+    lo, hi = cfg["key_length"]
+    n_strings = sum(len(cfg["alphabet"]) ** L for L in range(lo, hi + 1))
+    fake = make_keys(dict(cfg, n_keys=min(max(cfg["n_keys"], 50), n_strings)), rng)
+    return [_join(*e) + "=" for e in _expressions(fake, n, dict(cfg, n_keys=len(fake)), rng)]
