@@ -49,3 +49,5 @@ def test_missing_model_fails_with_one_clear_line(tmp_path, monkeypatch):
         load_causal_lm("no-such-org/no-such-model")
     with pytest.raises(ModelLoadError, match="not installed"):
         load_causal_lm("pkg:no_such_package_here")
+    with pytest.raises(ModelLoadError, match="directory .* does not exist"):
+        load_causal_lm(str(tmp_path / "nowhere"))

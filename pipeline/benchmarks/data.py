@@ -22,6 +22,7 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from pipeline.benchmarks.errors import BenchmarkError, DataUnavailableError
+from pipeline.hub import hub_reachable
 
 # MBPP splits by task id (Austin et al. 2021): the test split and the few-shot prompt split.
 MBPP_TEST_IDS = range(11, 511)
@@ -29,21 +30,6 @@ MBPP_PROMPT_IDS = range(1, 11)
 
 MGSM_LANGUAGES = ("bn", "de", "es", "fr", "ja", "ru", "sw", "te", "th", "zh", "en")
 CODEXGLUE_LANGUAGES = ("go", "java", "javascript", "php", "python", "ruby")
-
-
-def hub_reachable(timeout_s: float = 3.0) -> tuple[bool, str]:
-    """A quick check, so that an offline machine fails in seconds, not after long retries."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"} or \
-            os.environ.get("HF_DATASETS_OFFLINE", "").lower() in {"1", "true", "yes"}:
-        return False, "HF_HUB_OFFLINE is set"
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    host = endpoint.hostname or "huggingface.co"
-    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
-    except OSError as error:
-        return False, f"{host} unreachable ({error.strerror or error})"
-    return True, ""
 
 
 def _load_from_hub(hub_id: str, config: str | None, split: str) -> list[dict]:

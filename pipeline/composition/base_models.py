@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 from pathlib import Path
 
 import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+
+from pipeline.hub import hub_reachable
 
 
 class ModelLoadError(RuntimeError):
@@ -46,15 +47,33 @@ def _load(loader, what: str, name_or_path: str, gguf_file: str | None, **kwargs)
         return loader.from_pretrained(path, **kwargs)
     if Path(path).exists():
         raise ModelLoadError(f"{what} {name_or_path!r} is a file; give the directory that holds it (and gguf_file)")
+    if path.startswith(("/", "./", "../", "~")):
+        raise ModelLoadError(f"{what} directory {name_or_path!r} does not exist")
+    reachable, why_not = hub_reachable()
+    if not reachable:
+        # Offline: use the hub cache's snapshot folder if it holds the model, without any network call.
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(path, gguf_file or "config.json")
+        except ValueError:  # not even a valid hub id
+            cached = None
+        if not isinstance(cached, str):
+            raise ModelLoadError(_not_found(what, name_or_path, why_not))
+        path = str(Path(cached).parent)
     try:
         return loader.from_pretrained(path, **kwargs)
     except (OSError, ValueError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelLoadError(
-            f"cannot load {what} {name_or_path!r}: it is not a local directory and the Hugging Face hub did not "
-            f"provide it ({reason}). Either download it where the hub is reachable (`hf download {name_or_path}`) and "
-            f"set the path to that directory, or run with hub access."
-        ) from None
+        raise ModelLoadError(_not_found(what, name_or_path, reason)) from None
+
+
+def _not_found(what: str, name_or_path: str, reason: str) -> str:
+    return (
+        f"cannot load {what} {name_or_path!r}: it is not a local directory and the Hugging Face hub did not provide "
+        f"it ({reason}). Either download it where the hub is reachable (`hf download {name_or_path}`) and set the "
+        f"path to that directory, or run with hub access."
+    )
 
 
 def load_causal_lm(name_or_path: str, gguf_file: str | None = None, **kwargs) -> PreTrainedModel:
@@ -122,5 +141,3 @@ def describe(model: PreTrainedModel) -> dict:
     }
 
 
-def hub_is_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes"}
