@@ -100,7 +100,7 @@ class Collator:
 # ---------------------------------------------------------------- models
 
 
-def build_llama(arch: dict, tokenizer, max_positions: int):
+def build_base_model(arch: dict, tokenizer, max_positions: int):
     """A causal LM from scratch: `type: llama` (RoPE, no position in the residual stream) or
     `type: gpt2` (learned absolute position embeddings, which the composition's position-free
     cross-attention can match between mA and mB)."""
@@ -263,7 +263,7 @@ def train_base(name: str, params: dict) -> dict:
     if init:
         model = AutoModelForCausalLM.from_pretrained(str(Path("models") / init))
     else:
-        model = build_llama(cfg["arch"], tok, params["max_positions"])
+        model = build_base_model(cfg["arch"], tok, params["max_positions"])
     n_params = sum(p.numel() for p in model.parameters())
     print(f"{name}: {n_params/1e6:.3f}M parameters, {len(rows)} training rows, init={init or 'scratch'}", file=sys.stderr)
     ds = SupervisedDataset(rows, tok)

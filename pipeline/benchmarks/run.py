@@ -10,12 +10,11 @@ complete.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
 from pipeline.benchmarks.errors import BenchmarkError
+from pipeline.config import atomic_write_text
 from pipeline.benchmarks.sandbox import isolation_level
 from pipeline.benchmarks.tasks import _CodeTask, build_task, resolve_local_path
 from pipeline.generation import GenerationCache, generate_texts
@@ -60,18 +59,6 @@ def load_model(spec: dict):
     return model.to(device).eval(), tokenizer, model_id
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def evaluate(benchmark_config: dict, model, tokenizer, model_id: str, *,
              output_dir: str | Path, limit: int | None = None, batch_size: int = 8,
              data_root: str | Path | None = None, progress: bool = True,
@@ -109,7 +96,7 @@ def evaluate(benchmark_config: dict, model, tokenizer, model_id: str, *,
     }
     for record, item in zip(records, items):
         record["prompt"] = item.prompt
-    _write_atomically(out / "predictions.jsonl", "".join(
+    atomic_write_text(out / "predictions.jsonl", "".join(
         json.dumps(record, ensure_ascii=False) + "\n" for record in records))
-    _write_atomically(out / "metrics.json", json.dumps(result, indent=2, ensure_ascii=False))
+    atomic_write_text(out / "metrics.json", json.dumps(result, indent=2, ensure_ascii=False))
     return result
