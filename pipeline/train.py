@@ -102,8 +102,8 @@ class Collator:
 
 def build_base_model(arch: dict, tokenizer, max_positions: int):
     """A causal LM from scratch: `type: llama` (RoPE, no position in the residual stream) or
-    `type: gpt2` (learned absolute position embeddings, which the composition's position-free
-    cross-attention can match between mA and mB)."""
+    `type: gpt2` (learned absolute position embeddings: both models' residual streams then carry the token
+    position, which trained faster here and helps the composition line mA and mB up)."""
     from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
     kind = arch.get("type", "llama")
