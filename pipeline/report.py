@@ -76,7 +76,7 @@ def build_table(name: str, params: dict) -> tuple[str, str, list[dict]]:
         )
     bm = params["base_models"]
     md.write("- models: " + "; ".join(f"{k} {v['arch']['layers']}x{v['arch']['hidden']} (init {v['init']}, data {v['data']})" for k, v in bm.items()) + "\n")
-    md.write(f"- test sizes: " + ", ".join(f"{c['dataset']} n={c['n']}" for c in cells if c["model"] == list(cols)[0]) + "\n")
+    md.write("- test sizes: " + ", ".join(f"{c['dataset']} n={c['n']}" for c in cells if c["model"] == list(cols)[0]) + "\n")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=["task", "dataset", "model", "ours", "paper", "n", "preset"], lineterminator="\n")
     w.writeheader()

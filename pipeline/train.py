@@ -16,7 +16,6 @@ from the last one (optimizer, scheduler, RNG and data order restored).
 """
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import sys

@@ -15,11 +15,8 @@ Local layouts (the ones in the shared benchmarks folder):
 from __future__ import annotations
 
 import json
-import os
-import socket
 from pathlib import Path
 from typing import Callable
-from urllib.parse import urlparse
 
 from pipeline.benchmarks.errors import BenchmarkError, DataUnavailableError
 from pipeline.hub import hub_reachable

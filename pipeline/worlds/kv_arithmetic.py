@@ -22,7 +22,6 @@ bytes.
 """
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
