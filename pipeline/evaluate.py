@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl, cli, load_params, read_jsonl, require, wandb_run
+from pipeline.generation import generate_texts
 from pipeline.tokenizer import load_tokenizer
 
 
@@ -29,47 +30,12 @@ def load_model(name: str):
     return AutoModelForCausalLM.from_pretrained(str(path))
 
 
-def _generate_fallback(model, tokenizer, prompts, *, max_new_tokens, batch_size, progress):
-    """Left-padded batched greedy generation with the KV cache (model.generate)."""
-    import torch
-    from tqdm import tqdm
-
-    outs = []
-    tokenizer.padding_side = "left"
-    bar = tqdm(total=len(prompts), desc="generate", unit="ex", disable=not progress)
-    for i in range(0, len(prompts), batch_size):
-        chunk = prompts[i : i + batch_size]
-        enc = tokenizer(chunk, return_tensors="pt", padding=True)
-        with torch.no_grad():
-            gen = model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                use_cache=True,
-                eos_token_id=tokenizer.eos_token_id,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        for row in gen[:, enc["input_ids"].shape[1] :]:
-            ids = row.tolist()
-            if tokenizer.eos_token_id in ids:
-                ids = ids[: ids.index(tokenizer.eos_token_id)]
-            outs.append(tokenizer.decode(ids, skip_special_tokens=True))
-        bar.update(len(chunk))
-    bar.close()
-    return outs
-
-
 def generate(model, tokenizer, prompts, *, max_new_tokens, batch_size, progress=True):
-    try:
-        from pipeline.generation import generate_texts
-    except ImportError:
-        generate_texts = None
-    if generate_texts is not None:
-        return generate_texts(
-            model, tokenizer, prompts, max_new_tokens=max_new_tokens, stop=(),  # generation stops at <eos>
-            batch_size=batch_size, do_sample=False, progress=progress,
-        )
-    return _generate_fallback(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
+    """Greedy, left-padded, cached batches through the project's one generation interface; stops at <eos>."""
+    return generate_texts(
+        model, tokenizer, prompts, max_new_tokens=max_new_tokens, stop=(), batch_size=batch_size,
+        do_sample=False, progress=progress,
+    )
 
 
 def evaluate_model(model, tokenizer, datasets: dict[str, list[dict]], *, max_new_tokens: int, batch_size: int, progress=True, cut_at: dict | None = None):
