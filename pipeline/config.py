@@ -17,11 +17,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from pipeline.errors import UserError
+
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS_FILE = "params.yaml"
 
 
-class PipelineError(Exception):
+class PipelineError(UserError):
     """Bad input or missing upstream output: reported as one line, exit code 2."""
 
 
@@ -32,7 +34,7 @@ def cli(main: Callable[[list[str]], Any]) -> Callable[[], None]:
     def wrapper(argv: list[str] | None = None) -> None:
         try:
             main(sys.argv[1:] if argv is None else argv)
-        except PipelineError as e:
+        except UserError as e:  # ours, the composition's and the benchmarks' one-line errors
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(2)
 

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from pipeline.benchmarks.config import REPO_ROOT
 from pipeline.benchmarks.errors import BenchmarkError
+from pipeline.errors import UserError
 
 RUN_DEFAULTS = {
     "defaults": [{"benchmark": "gsm8k"}, "_self_"],
@@ -53,7 +54,7 @@ def main(argv: list[str]) -> int:
                           output_dir=config["output_dir"], limit=config["limit"],
                           batch_size=config["batch_size"], data_root=config["data_root"],
                           progress=config["progress"], use_cache=config["use_cache"])
-    except (BenchmarkError, HydraException, ValueError) as error:
+    except (UserError, HydraException, ValueError) as error:
         print(f"error: {str(error).splitlines()[0] if str(error) else type(error).__name__}",
               file=sys.stderr)
         return 2

@@ -1,7 +1,9 @@
 """Exceptions of the benchmark package: each carries a one-line message meant for the user."""
 
+from pipeline.errors import UserError
 
-class BenchmarkError(Exception):
+
+class BenchmarkError(UserError):
     """Bad input or configuration for a benchmark run (shown to the user as one line)."""
 
 

@@ -15,10 +15,11 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
+from pipeline.errors import UserError
 from pipeline.hub import hub_reachable
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(UserError, RuntimeError):
     """A base model or tokenizer could not be found locally or on the hub."""
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from transformers import PreTrainedConfig
 
+from pipeline.errors import UserError
+
 MODES = ("iterative", "encoder")
 
 
-class CompositionConfigError(ValueError):
+class CompositionConfigError(UserError, ValueError):
     """A composition was asked for something its base models cannot give (bad layers, widths, modes)."""
 
 

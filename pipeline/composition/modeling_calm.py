@@ -25,13 +25,15 @@ from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
+from pipeline.errors import UserError
+
 from .base_models import decoder_layers, describe, load_causal_lm, text_config
 from .configuration_calm import CALMConfig, CompositionConfigError, default_connections, validate_connections
 
 WEIGHTS_NAME = "model.safetensors"
 
 
-class CompositionLoadError(RuntimeError):
+class CompositionLoadError(UserError, RuntimeError):
     """A saved composition does not fit the base models or the files it is being loaded with."""
 
 
