@@ -233,13 +233,33 @@ def _world_data(world: str, stem: str) -> list[dict]:
     return read_jsonl(Path("data") / world / f"{stem}.jsonl")
 
 
+def _stage_config(params: dict, group: str, what: str, name: str) -> dict:
+    entries = params.get(group, {})
+    if name not in entries:
+        raise PipelineError(f"unknown {what} {name!r}: params.yaml declares {', '.join(entries) or 'none'}")
+    return entries[name]
+
+
+def _train_and_save(name, kind, model, dataset, collator, cfg, params, fp, tok, counts: dict) -> dict:
+    """Train with resumable checkpoints, then write models/<name> atomically and drop the checkpoints."""
+    run_dir = CHECKPOINTS / f"{name}-{fp}"
+    trainer, info = run_trainer(
+        model, dataset, collator, cfg["train"], params["seed"], run_dir, name, params.get("wandb", {}),
+        {"pipeline": {"kind": kind, "name": name, **cfg}, "seed": params["seed"], **counts},
+    )
+    with atomic_dir(Path("models") / name) as tmp:
+        trainer.model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        (tmp / "pipeline_kind").write_text(f"{kind}\n")
+        atomic_write_json(tmp / "train_info.json", {**counts, **info})
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return info
+
+
 def train_base(name: str, params: dict) -> dict:
     from transformers import AutoModelForCausalLM, set_seed
 
-    models = params.get("base_models", {})
-    if name not in models:
-        raise PipelineError(f"unknown base model {name!r}: params.yaml declares {', '.join(models) or 'none'}")
-    cfg = models[name]
+    cfg = _stage_config(params, "base_models", "base model", name)
     seed = params["seed"]
     tok = load_tokenizer()
     world = cfg["world"]
@@ -265,28 +285,16 @@ def train_base(name: str, params: dict) -> dict:
         model = build_base_model(cfg["arch"], tok, params["max_positions"])
     n_params = sum(p.numel() for p in model.parameters())
     print(f"{name}: {n_params/1e6:.3f}M parameters, {len(rows)} training rows, init={init or 'scratch'}", file=sys.stderr)
-    ds = SupervisedDataset(rows, tok)
-    run_dir = CHECKPOINTS / f"{name}-{fp}"
-    trainer, info = run_trainer(
-        model, ds, Collator(tok.pad_token_id), cfg["train"], seed, run_dir, name, params.get("wandb", {}),
-        {"pipeline": {"kind": "base", "name": name, **cfg}, "seed": seed, "n_parameters": n_params},
+    return _train_and_save(
+        name, "base", model, SupervisedDataset(rows, tok), Collator(tok.pad_token_id), cfg, params, fp, tok,
+        {"n_parameters": n_params},
     )
-    with atomic_dir(Path("models") / name) as tmp:
-        trainer.model.save_pretrained(str(tmp))
-        tok.save_pretrained(str(tmp))
-        (tmp / "pipeline_kind").write_text("base\n")
-        atomic_write_json(tmp / "train_info.json", {"n_parameters": n_params, **info})
-    shutil.rmtree(run_dir, ignore_errors=True)
-    return info
 
 
 def train_composition(name: str, params: dict) -> dict:
-    from transformers import AutoModelForCausalLM, set_seed
+    from transformers import set_seed
 
-    comps = params.get("compositions", {})
-    if name not in comps:
-        raise PipelineError(f"unknown composition {name!r}: params.yaml declares {', '.join(comps) or 'none'}")
-    cfg = comps[name]
+    cfg = _stage_config(params, "compositions", "composition", name)
     seed = params["seed"]
     tok = load_tokenizer()
     world = cfg["world"]
@@ -294,11 +302,11 @@ def train_composition(name: str, params: dict) -> dict:
     anchor_dir = require(Path("models") / cfg["anchor"], "upstream model")
     aug_dirs = [require(Path("models") / a, "upstream model") for a in cfg["augmenting"]]
     fp = fingerprint({"name": name, "cfg": cfg, "seed": seed}, [Path("data") / world / f"{cfg['data']}.jsonl", anchor_dir, *aug_dirs])
-    from pipeline.composition import CALMForCausalLM
+    from pipeline.composition import CALMForCausalLM, load_causal_lm
 
     set_seed(seed)
-    anchor = AutoModelForCausalLM.from_pretrained(str(anchor_dir))
-    augmenting = [AutoModelForCausalLM.from_pretrained(str(d)) for d in aug_dirs]
+    anchor = load_causal_lm(str(anchor_dir))  # records the path, which the saved composition names
+    augmenting = [load_causal_lm(str(d)) for d in aug_dirs]
     connections = cfg.get("connections")
     if connections is not None:
         connections = [[tuple(c) for c in conns] for conns in connections]
@@ -312,20 +320,11 @@ def train_composition(name: str, params: dict) -> dict:
     )
     n_comp = model.num_composition_parameters()
     print(f"{name}: {n_comp/1e6:.3f}M composition parameters, {len(rows)} training rows", file=sys.stderr)
-    ds = SupervisedDataset(rows, tok)
     collator = Collator(tok.pad_token_id, augmenting_prompt=cfg.get("mode", "iterative") == "encoder")
-    run_dir = CHECKPOINTS / f"{name}-{fp}"
-    trainer, info = run_trainer(
-        model, ds, collator, cfg["train"], seed, run_dir, name, params.get("wandb", {}),
-        {"pipeline": {"kind": "composition", "name": name, **cfg}, "seed": seed, "n_composition_parameters": n_comp},
+    return _train_and_save(
+        name, "composition", model, SupervisedDataset(rows, tok), collator, cfg, params, fp, tok,
+        {"n_composition_parameters": n_comp},
     )
-    with atomic_dir(Path("models") / name) as tmp:
-        trainer.model.save_pretrained(str(tmp))
-        tok.save_pretrained(str(tmp))
-        (tmp / "pipeline_kind").write_text("composition\n")
-        atomic_write_json(tmp / "train_info.json", {"n_composition_parameters": n_comp, **info})
-    shutil.rmtree(run_dir, ignore_errors=True)
-    return info
 
 
 @cli
