@@ -67,15 +67,22 @@ def build_table(name: str, params: dict) -> tuple[str, str, list[dict]]:
         md.write("- grading: " + ", ".join(f"{d} up to the first `{c}`" for d, c in cut.items()) + "; all else exact match of the whole output\n")
     md.write(
         f"- composition data D_C: `{wcfg['composition_task']}` over the held-in {summary['n_held_in']} keys "
-        f"({100 * wcfg['held_in_fraction']:.0f}%); KV-Arithmetic (held-out keys) uses only keys outside them\n"
+        f"({100 * wcfg['held_in_fraction']:.0f}%, chosen `{summary.get('held_in_selection', 'random')}`); "
+        f"KV-Arithmetic (held-out keys) uses only keys outside them\n"
     )
     if comp:
+        replay = float(comp.get("anchor_replay") or 0.0)
         md.write(
             f"- CALM: anchor {comp['anchor']}, augmenting {', '.join(comp['augmenting'])}, mode {comp['mode']}, "
-            f"connections {comp['connections'] if comp['connections'] is not None else 'default'}\n"
+            f"connections {comp['connections'] if comp['connections'] is not None else 'default'}"
+            + (f"; D_C mixed with {100 * replay:.0f}% rows of the anchor's own training data (anchor replay, no keys)" if replay else "")
+            + (f"; loss on each D_C target up to the first `{comp['loss_until']}`" if comp.get("loss_until") else "")
+            + "\n"
         )
     bm = params["base_models"]
-    md.write("- models: " + "; ".join(f"{k} {v['arch']['layers']}x{v['arch']['hidden']} (init {v['init']}, data {v['data']})" for k, v in bm.items()) + "\n")
+    md.write("- models: " + "; ".join(
+        f"{k} {v['arch'].get('type', 'llama')} {v['arch']['layers']}x{v['arch']['hidden']} (init {v['init']}, data {v['data']})" for k, v in bm.items()
+    ) + "\n")
     md.write("- test sizes: " + ", ".join(f"{c['dataset']} n={c['n']}" for c in cells if c["model"] == list(cols)[0]) + "\n")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=["task", "dataset", "model", "ours", "paper", "n", "preset"], lineterminator="\n")

@@ -42,9 +42,13 @@ CHECKPOINTS = Path("models/.checkpoints")  # not a DVC output; .dvcignore'd, git
 
 
 class SupervisedDataset:
-    """prompt/target rows -> input_ids + labels (-100 on the prompt)."""
+    """prompt/target rows -> input_ids + labels (-100 on the prompt).
 
-    def __init__(self, rows: list[dict], tokenizer):
+    loss_until: if set, the loss covers each target only up to and including the first occurrence of this
+    string (rows without it keep their whole target): e.g. "=" trains a scratchpad KV-MATH target
+    "12+34=64" on "12+34=" only."""
+
+    def __init__(self, rows: list[dict], tokenizer, loss_until: str | None = None):
         self.items = []
         eos = tokenizer.eos_token_id
         prompts = tokenizer([r["prompt"] for r in rows])["input_ids"]  # with <bos>
@@ -53,6 +57,10 @@ class SupervisedDataset:
             ids = p + t + [eos]
             n_prompt = len(p) if r["prompt"] else 1  # general text: predict all but <bos>
             labels = [-100] * n_prompt + ids[n_prompt:]
+            if loss_until and loss_until in r["target"]:
+                head = r["target"][: r["target"].index(loss_until) + len(loss_until)]
+                n_head = len(tokenizer(head, add_special_tokens=False)["input_ids"])
+                labels = labels[: len(p) + n_head] + [-100] * (len(ids) - len(p) - n_head)
             self.items.append({"input_ids": ids, "labels": labels, "n_prompt": len(p)})
 
     def __len__(self):
@@ -256,6 +264,44 @@ def _train_and_save(name, kind, model, dataset, collator, cfg, params, fp, tok, 
     return info
 
 
+def _data_stems(cfg: dict) -> list[str]:
+    return cfg["data"] if isinstance(cfg["data"], list) else [cfg["data"]]
+
+
+def base_training_rows(name: str, params: dict) -> list[dict]:
+    """The prompt/target rows base model <name> trains on, prefixes included (see prefix_fraction)."""
+    cfg = _stage_config(params, "base_models", "base model", name)
+    world = cfg["world"]
+    rows = [r for s in _data_stems(cfg) for r in _world_data(world, s)]
+    frac = float(cfg.get("prefix_fraction") or 0.0)
+    if frac > 0:  # shift a fraction of the prompts behind a value-free KV-MATH-shaped prefix
+        from pipeline.worlds import get_world
+
+        k = int(round(frac * len(rows)))
+        prefixes = get_world(world).random_prefixes(params["worlds"][world], k, params["seed"] + 1)
+        rows = [dict(r, prompt=p + r["prompt"]) for r, p in zip(rows[:k], prefixes)] + rows[k:]
+    return rows
+
+
+def anchor_replay_rows(cfg: dict, params: dict, n_composition_rows: int) -> list[dict]:
+    """Rows of the anchor's own training data mixed into D_C (`anchor_replay`: their fraction of the mix).
+
+    They carry no key of D_KV, so D_C still holds no held-out key; they show the composition positions where
+    mA has nothing to add (the anchor's own task), which keeps the anchor's skill intact (paper Table 1: CALM
+    keeps mB's NUM-MATH). Drawn with a seeded generator: same seed, same rows."""
+    import random
+
+    frac = float(cfg.get("anchor_replay") or 0.0)
+    if frac <= 0:
+        return []
+    if frac >= 1:
+        raise PipelineError(f"anchor_replay must be in [0, 1), got {frac}")
+    pool = base_training_rows(cfg["anchor"], params)
+    k = int(round(frac / (1 - frac) * n_composition_rows))
+    rng = random.Random(params["seed"] + 2)
+    return [pool[rng.randrange(len(pool))] for _ in range(k)]
+
+
 def train_base(name: str, params: dict) -> dict:
     from transformers import AutoModelForCausalLM, set_seed
 
@@ -263,15 +309,8 @@ def train_base(name: str, params: dict) -> dict:
     seed = params["seed"]
     tok = load_tokenizer()
     world = cfg["world"]
-    stems = cfg["data"] if isinstance(cfg["data"], list) else [cfg["data"]]
-    rows = [r for s in stems for r in _world_data(world, s)]
-    frac = float(cfg.get("prefix_fraction") or 0.0)
-    if frac > 0:  # shift a fraction of the prompts behind a value-free KV-MATH-shaped prefix
-        from pipeline.worlds import get_world
-
-        k = int(round(frac * len(rows)))
-        prefixes = get_world(world).random_prefixes(params["worlds"][world], k, seed + 1)
-        rows = [dict(r, prompt=p + r["prompt"]) for r, p in zip(rows[:k], prefixes)] + rows[k:]
+    stems = _data_stems(cfg)
+    rows = base_training_rows(name, params)
     init = cfg.get("init", "tokenizer")
     init = None if init in (None, "tokenizer", "scratch") else init
     upstream = [Path("data") / world / f"{s}.jsonl" for s in stems] + [Path("models/tokenizer")]
@@ -301,7 +340,15 @@ def train_composition(name: str, params: dict) -> dict:
     rows = _world_data(world, cfg["data"])
     anchor_dir = require(Path("models") / cfg["anchor"], "upstream model")
     aug_dirs = [require(Path("models") / a, "upstream model") for a in cfg["augmenting"]]
-    fp = fingerprint({"name": name, "cfg": cfg, "seed": seed}, [Path("data") / world / f"{cfg['data']}.jsonl", anchor_dir, *aug_dirs])
+    replay = anchor_replay_rows(cfg, params, len(rows))
+    replay_files = []
+    if replay:
+        anchor_cfg = _stage_config(params, "base_models", "base model", cfg["anchor"])
+        replay_files = [Path("data") / anchor_cfg["world"] / f"{s}.jsonl" for s in _data_stems(anchor_cfg)]
+    fp = fingerprint(
+        {"name": name, "cfg": cfg, "seed": seed, "anchor": params["base_models"].get(cfg["anchor"])},
+        [Path("data") / world / f"{cfg['data']}.jsonl", anchor_dir, *aug_dirs, *replay_files],
+    )
     from pipeline.composition import CALMForCausalLM, load_causal_lm
 
     set_seed(seed)
@@ -319,11 +366,18 @@ def train_composition(name: str, params: dict) -> dict:
         anchor=anchor, augmenting=augmenting, connections=connections, mode=cfg.get("mode", "iterative"), **kwargs
     )
     n_comp = model.num_composition_parameters()
-    print(f"{name}: {n_comp/1e6:.3f}M composition parameters, {len(rows)} training rows", file=sys.stderr)
+    print(
+        f"{name}: {n_comp/1e6:.3f}M composition parameters, {len(rows)} training rows"
+        + (f" + {len(replay)} anchor replay rows" if replay else ""),
+        file=sys.stderr,
+    )
     collator = Collator(tok.pad_token_id, augmenting_prompt=cfg.get("mode", "iterative") == "encoder")
+    dataset = SupervisedDataset(rows, tok, loss_until=cfg.get("loss_until"))
+    if replay:
+        dataset.items += SupervisedDataset(replay, tok).items
     return _train_and_save(
-        name, "composition", model, SupervisedDataset(rows, tok), collator, cfg, params, fp, tok,
-        {"n_composition_parameters": n_comp},
+        name, "composition", model, dataset, collator, cfg, params, fp, tok,
+        {"n_composition_parameters": n_comp, "n_training_rows": len(rows), "n_anchor_replay_rows": len(replay)},
     )
 
 
