@@ -108,17 +108,39 @@ class Collator:
 
 
 def build_base_model(arch: dict, tokenizer, max_positions: int):
-    """A causal LM from scratch: `type: llama` (RoPE, no position in the residual stream) or
-    `type: gpt2` (learned absolute position embeddings: both models' residual streams then carry the token
-    position, which trained faster here and helps the composition line mA and mB up)."""
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    """A causal LM from scratch:
+    - `type: llama`: RoPE, no position in the residual stream;
+    - `type: gpt2`: learned absolute position embeddings in the residual stream (which helps the composition
+      line mA and mB up), but it adds only at the offsets it was trained at;
+    - `type: xglm`: sinusoidal absolute position embeddings in the residual stream (fixed, so a shift in position
+      is one linear map for every offset)."""
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, XGLMConfig, XGLMForCausalLM
 
     kind = arch.get("type", "llama")
-    if kind not in ("llama", "gpt2"):
-        raise PipelineError(f"unknown model type {kind!r}: use llama or gpt2")
+    if kind not in ("llama", "gpt2", "xglm"):
+        raise PipelineError(f"unknown model type {kind!r}: use llama, gpt2 or xglm")
     h, heads = arch["hidden"], arch["heads"]
     if h % heads:
         raise PipelineError(f"hidden={h} is not divisible by heads={heads}")
+    if kind == "xglm":
+        cfg = XGLMConfig(
+            vocab_size=len(tokenizer),
+            max_position_embeddings=max_positions,
+            d_model=h,
+            num_layers=arch["layers"],
+            attention_heads=heads,
+            ffn_dim=arch.get("intermediate", 4 * h),
+            dropout=0.0,
+            attention_dropout=0.0,
+            activation_dropout=0.0,
+            layerdrop=0.0,
+            tie_word_embeddings=arch.get("tie_embeddings", True),
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            decoder_start_token_id=tokenizer.bos_token_id,
+        )
+        return XGLMForCausalLM(cfg)
     if kind == "gpt2":
         cfg = GPT2Config(
             vocab_size=len(tokenizer),
@@ -278,7 +300,7 @@ def base_training_rows(name: str, params: dict) -> list[dict]:
         from pipeline.worlds import get_world
 
         k = int(round(frac * len(rows)))
-        prefixes = get_world(world).random_prefixes(params["worlds"][world], k, params["seed"] + 1)
+        prefixes = get_world(world).random_prefixes(params["worlds"][world], k, params["seed"] + 1, Path("data") / world)
         rows = [dict(r, prompt=p + r["prompt"]) for r, p in zip(rows[:k], prefixes)] + rows[k:]
     return rows
 

@@ -100,9 +100,9 @@ def test_cached_decoding_equals_full_recomputation(mode, rotary):
     assert not torch.equal(cached, anchor_alone)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_batched_left_padded_generation_equals_one_by_one(mode):
-    calm = compose("gpt_neox", "gemma", mode=mode)
+@pytest.mark.parametrize("mode,anchor_family,augmenting_family", [(m, "gpt_neox", "gemma") for m in MODES] + [("iterative", "xglm", "gpt2")])
+def test_batched_left_padded_generation_equals_one_by_one(mode, anchor_family, augmenting_family):
+    calm = compose(anchor_family, augmenting_family, mode=mode)
     sequences = random_sequences([3, 12, 7], seed=5)
     ids, mask = left_padded(sequences)
     settings = dict(max_new_tokens=16, min_new_tokens=16, do_sample=False, pad_token_id=0)

@@ -123,3 +123,37 @@ def test_dense_key_space_is_exhausted_exactly(cfg, tmp_path):
     small["sizes"] = dict(cfg["sizes"], test=4, test_held_in=2, kv_subs_train=10, num_math_train=10, composition_train=2, general_train=5)
     kv.build(small, tmp_path, seed=0)
     assert sorted(r["key"] for r in _read(tmp_path, "d_kv.jsonl")) == ["aa", "ab", "ba", "bb"]
+
+
+def test_digit_cover_held_in_keys_change_only_the_split(cfg, tmp_path):
+    """held_in_selection=digit_cover: the held-in values show every digit in every place the values have,
+    and every dataset that does not depend on the split is the same bytes as with a random split."""
+    n_held_in = round(cfg["n_keys"] * cfg["held_in_fraction"])
+    kv.build(dict(cfg, held_in_selection="random"), tmp_path / "random", seed=4)
+    kv.build(dict(cfg, held_in_selection="digit_cover"), tmp_path / "cover", seed=4)
+    rows = _read(tmp_path / "cover", "d_kv.jsonl")
+
+    def pairs(values):
+        return {(place, d) for v in values for place, d in enumerate(reversed(str(v)))}
+
+    held = [r["value"] for r in rows if r["held_in"]]
+    assert len(held) == n_held_in
+    assert pairs(held) == pairs(r["value"] for r in rows)
+    random_held = [r["value"] for r in _read(tmp_path / "random", "d_kv.jsonl") if r["held_in"]]
+    assert pairs(random_held) != pairs(held)  # this seed's random split misses some pair: the option matters
+    for name in ("general_train.jsonl", "kv_subs_train.jsonl", "kv_subs_test.jsonl", "num_math_train.jsonl", "num_math_test.jsonl"):
+        assert (tmp_path / "random" / name).read_bytes() == (tmp_path / "cover" / name).read_bytes(), name
+    with pytest.raises(PipelineError, match="held_in_selection"):
+        kv.build(dict(cfg, held_in_selection="best"), tmp_path / "bad", seed=4)
+
+
+def test_random_prefixes_carry_no_key(cfg, tmp_path):
+    """mB's value-free prefixes are shaped like KV-MATH prompts but never use a key of D_KV."""
+    dense = dict(cfg, key_length=[2, 2], n_keys=300)  # 300 of the 625 two-letter strings are keys
+    kv.build(dense, tmp_path, seed=1)
+    keys = {r["key"] for r in _read(tmp_path, "d_kv.jsonl")}
+    prefixes = kv.random_prefixes(dense, 500, seed=2, data_dir=tmp_path)
+    words = [w for p in prefixes for w in re.split(r"[+\-x=]", p) if w]
+    assert len(words) >= 1000 and not set(words) & keys
+    unfiltered = [w for p in kv.random_prefixes(dense, 500, seed=2) for w in re.split(r"[+\-x=]", p) if w]
+    assert set(unfiltered) & keys  # without data_dir they would collide

@@ -12,10 +12,12 @@ from transformers import (
     LlamaForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
+    XGLMConfig,
+    XGLMForCausalLM,
 )
 
 VOCAB = 96
-FAMILIES = ("llama", "qwen2", "gemma", "gpt2", "gpt_neox")
+FAMILIES = ("llama", "qwen2", "gemma", "gpt2", "gpt_neox", "xglm")
 
 
 def tiny_model(family: str, width: int = 64, layers: int = 4, heads: int = 4, seed: int = 0, vocab: int = VOCAB):
@@ -41,6 +43,11 @@ def tiny_model(family: str, width: int = 64, layers: int = 4, heads: int = 4, se
         config = GPTNeoXConfig(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=layers,
                                num_attention_heads=heads, max_position_embeddings=256, **common)
         model = GPTNeoXForCausalLM(config)
+    elif family == "xglm":  # sinusoidal absolute positions (the pipeline's default anchor for Table 1)
+        config = XGLMConfig(d_model=width, ffn_dim=2 * width, num_layers=layers, attention_heads=heads,
+                            max_position_embeddings=256, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                            layerdrop=0.0, **common)
+        model = XGLMForCausalLM(config)
     else:
         raise ValueError(family)
     return model.eval()

@@ -259,7 +259,7 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     lo, hi = cfg["key_length"]
     n_strings = sum(len(cfg["alphabet"]) ** L for L in range(lo, hi + 1))
     fake_cfg = dict(cfg, n_keys=min(max(cfg["n_keys"], 50), n_strings))
-    fake_keys = make_keys(fake_cfg, rng)
+    fake_keys = _non_keys(make_keys(fake_cfg, rng), set(keys))
     for i in range(n_gen):
         r = rng.random()
         if r < g["key_expressions"]:
@@ -315,12 +315,22 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     return summary
 
 
-def random_prefixes(cfg: dict, n: int, seed: int) -> list[str]:
+def _non_keys(strings: list[str], keys: set[str]) -> list[str]:
+    """Key-like random strings that are not keys of D_KV (all of them if every string is a key)."""
+    return [k for k in strings if k not in keys] or strings
+
+
+def random_prefixes(cfg: dict, n: int, seed: int, data_dir: str | Path | None = None) -> list[str]:
     """n prompt prefixes shaped like a KV-MATH prompt ("qz+abcd=") over random strings that
     carry no value: shifts a model's NUM-MATH inputs to the offsets where they sit in a
-    scratchpad KV-MATH answer, without teaching it anything about D_KV."""
+    scratchpad KV-MATH answer, without teaching it anything about D_KV.  With data_dir (the
+    world's built data), the strings exclude D_KV's keys, so no key string appears at all."""
     rng = np.random.default_rng(seed)
     lo, hi = cfg["key_length"]
     n_strings = sum(len(cfg["alphabet"]) ** L for L in range(lo, hi + 1))
     fake = make_keys(dict(cfg, n_keys=min(max(cfg["n_keys"], 50), n_strings)), rng)
+    if data_dir is not None:
+        from pipeline.config import read_jsonl
+
+        fake = _non_keys(fake, {r["key"] for r in read_jsonl(Path(data_dir) / "d_kv.jsonl")})
     return [_join(*e) + "=" for e in _expressions(fake, n, dict(cfg, n_keys=len(fake)), rng)]
