@@ -270,12 +270,12 @@ def _stage_config(params: dict, group: str, what: str, name: str) -> dict:
     return entries[name]
 
 
-def _train_and_save(name, kind, model, dataset, collator, cfg, params, fp, tok, counts: dict) -> dict:
+def _train_and_save(name, kind, model, dataset, collator, cfg, params, fp, tok, counts: dict, seed: int) -> dict:
     """Train with resumable checkpoints, then write models/<name> atomically and drop the checkpoints."""
     run_dir = CHECKPOINTS / f"{name}-{fp}"
     trainer, info = run_trainer(
-        model, dataset, collator, cfg["train"], params["seed"], run_dir, name, params.get("wandb", {}),
-        {"pipeline": {"kind": kind, "name": name, **cfg}, "seed": params["seed"], **counts},
+        model, dataset, collator, cfg["train"], seed, run_dir, name, params.get("wandb", {}),
+        {"pipeline": {"kind": kind, "name": name, **cfg}, "seed": seed, **counts},
     )
     with atomic_dir(Path("models") / name) as tmp:
         trainer.model.save_pretrained(str(tmp))
@@ -348,7 +348,7 @@ def train_base(name: str, params: dict) -> dict:
     print(f"{name}: {n_params/1e6:.3f}M parameters, {len(rows)} training rows, init={init or 'scratch'}", file=sys.stderr)
     return _train_and_save(
         name, "base", model, SupervisedDataset(rows, tok), Collator(tok.pad_token_id), cfg, params, fp, tok,
-        {"n_parameters": n_params},
+        {"n_parameters": n_params}, seed,
     )
 
 
@@ -356,7 +356,9 @@ def train_composition(name: str, params: dict) -> dict:
     from transformers import set_seed
 
     cfg = _stage_config(params, "compositions", "composition", name)
-    seed = params["seed"]
+    # a composition may have its own seed (its init and data order), so a seed sweep of the composition
+    # (`dvc exp run -S compositions.calm.seed=1`) leaves data and base models as they are
+    seed = params["seed"] if cfg.get("seed") is None else int(cfg["seed"])
     tok = load_tokenizer()
     world = cfg["world"]
     rows = _world_data(world, cfg["data"])
@@ -399,7 +401,7 @@ def train_composition(name: str, params: dict) -> dict:
         dataset.items += SupervisedDataset(replay, tok).items
     return _train_and_save(
         name, "composition", model, dataset, collator, cfg, params, fp, tok,
-        {"n_composition_parameters": n_comp, "n_training_rows": len(rows), "n_anchor_replay_rows": len(replay)},
+        {"n_composition_parameters": n_comp, "n_training_rows": len(rows), "n_anchor_replay_rows": len(replay)}, seed,
     )
 
 
