@@ -122,58 +122,30 @@ def build_base_model(arch: dict, tokenizer, max_positions: int):
     h, heads = arch["hidden"], arch["heads"]
     if h % heads:
         raise PipelineError(f"hidden={h} is not divisible by heads={heads}")
-    if kind == "xglm":
-        cfg = XGLMConfig(
-            vocab_size=len(tokenizer),
-            max_position_embeddings=max_positions,
-            d_model=h,
-            num_layers=arch["layers"],
-            attention_heads=heads,
-            ffn_dim=arch.get("intermediate", 4 * h),
-            dropout=0.0,
-            attention_dropout=0.0,
-            activation_dropout=0.0,
-            layerdrop=0.0,
-            tie_word_embeddings=arch.get("tie_embeddings", True),
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            decoder_start_token_id=tokenizer.bos_token_id,
-        )
-        return XGLMForCausalLM(cfg)
-    if kind == "gpt2":
-        cfg = GPT2Config(
-            vocab_size=len(tokenizer),
-            n_positions=max_positions,
-            n_embd=h,
-            n_layer=arch["layers"],
-            n_head=heads,
-            n_inner=arch.get("intermediate", 4 * h),
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            tie_word_embeddings=arch.get("tie_embeddings", True),
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-        return GPT2LMHeadModel(cfg)
-    cfg = LlamaConfig(
+    layers, intermediate = arch["layers"], arch.get("intermediate", 4 * h)
+    common = dict(
         vocab_size=len(tokenizer),
-        hidden_size=h,
-        intermediate_size=arch.get("intermediate", 4 * h),
-        num_hidden_layers=arch["layers"],
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=max_positions,
-        rope_theta=arch.get("rope_theta", 10000.0),
         tie_word_embeddings=arch.get("tie_embeddings", True),
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        attention_dropout=0.0,
     )
-    return LlamaForCausalLM(cfg)
+    if kind == "xglm":
+        return XGLMForCausalLM(XGLMConfig(
+            max_position_embeddings=max_positions, d_model=h, num_layers=layers, attention_heads=heads,
+            ffn_dim=intermediate, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, layerdrop=0.0,
+            decoder_start_token_id=tokenizer.bos_token_id, **common,
+        ))
+    if kind == "gpt2":
+        return GPT2LMHeadModel(GPT2Config(
+            n_positions=max_positions, n_embd=h, n_layer=layers, n_head=heads, n_inner=intermediate,
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **common,
+        ))
+    return LlamaForCausalLM(LlamaConfig(
+        hidden_size=h, intermediate_size=intermediate, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=heads, max_position_embeddings=max_positions,
+        rope_theta=arch.get("rope_theta", 10000.0), attention_dropout=0.0, **common,
+    ))
 
 
 # ---------------------------------------------------------------- training
