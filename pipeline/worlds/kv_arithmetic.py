@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl
+from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl, read_jsonl
 
 WORLD = "kv_arithmetic"
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
@@ -159,12 +159,14 @@ def held_in_first(keys: list[str], kv: dict, n_held_in: int, selection: str) -> 
 
     chosen, covered = [], set()
     for k in keys:
-        if len(chosen) < n_held_in and pairs(k) - covered:
+        new = pairs(k) - covered
+        if new and len(chosen) < n_held_in:
             chosen.append(k)
-            covered |= pairs(k)
-    rest = [k for k in keys if k not in set(chosen)]
-    chosen += rest[: n_held_in - len(chosen)]
-    return chosen + [k for k in rest if k not in set(chosen)]
+            covered |= new
+    picked = set(chosen)
+    rest = [k for k in keys if k not in picked]
+    fill = n_held_in - len(chosen)
+    return chosen + rest[:fill] + rest[fill:]
 
 
 def _expressions(keys: list[str], n: int, cfg: dict, rng: np.random.Generator, exclude: set = frozenset()) -> list[tuple]:
@@ -330,7 +332,5 @@ def random_prefixes(cfg: dict, n: int, seed: int, data_dir: str | Path | None = 
     n_strings = sum(len(cfg["alphabet"]) ** L for L in range(lo, hi + 1))
     fake = make_keys(dict(cfg, n_keys=min(max(cfg["n_keys"], 50), n_strings)), rng)
     if data_dir is not None:
-        from pipeline.config import read_jsonl
-
         fake = _non_keys(fake, {r["key"] for r in read_jsonl(Path(data_dir) / "d_kv.jsonl")})
     return [_join(*e) + "=" for e in _expressions(fake, n, dict(cfg, n_keys=len(fake)), rng)]
