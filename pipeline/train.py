@@ -369,8 +369,10 @@ def train_composition(name: str, params: dict) -> dict:
     )
     collator = Collator(tok.pad_token_id, augmenting_prompt=cfg.get("mode", "iterative") == "encoder")
     dataset = SupervisedDataset(rows, tok, loss_until=cfg.get("loss_until"))
-    if replay:
-        dataset.items += SupervisedDataset(replay, tok).items
+    if replay:  # loss_until applies to D_C's targets only; replayed rows keep their whole target
+        from torch.utils.data import ConcatDataset
+
+        dataset = ConcatDataset([dataset, SupervisedDataset(replay, tok)])
     return _train_and_save(
         name, "composition", model, dataset, collator, cfg, params, fp, tok,
         {"n_composition_parameters": n_comp, "n_training_rows": len(rows), "n_anchor_replay_rows": len(replay)}, seed,
