@@ -358,6 +358,8 @@ def train_composition(name: str, params: dict) -> dict:
         kwargs["num_heads"] = cfg["num_heads"]
     if cfg.get("rotary") is not None:
         kwargs["rotary"] = cfg["rotary"]
+    if cfg.get("final_norm"):
+        kwargs["final_norm"] = True
     model = CALMForCausalLM.from_models(
         anchor=anchor, augmenting=augmenting, connections=connections, mode=cfg.get("mode", "iterative"), **kwargs
     )

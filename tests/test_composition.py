@@ -17,11 +17,12 @@ MODES = ("iterative", "encoder")
 
 
 def compose(anchor_family="llama", augmenting_family="gpt2", mode="iterative", randomize=True, connections=None,
-            rotary=True):
+            rotary=True, final_norm=False):
     anchor = tiny_model(anchor_family, width=64, layers=4, heads=4, seed=0)
     augmenting = tiny_model(augmenting_family, width=32, layers=6, heads=2, seed=1)
     calm = CALMForCausalLM.from_models(
-        anchor, augmenting, connections=connections or [(1, 1), (3, 2), (5, 3)], mode=mode, rotary=rotary
+        anchor, augmenting, connections=connections or [(1, 1), (3, 2), (5, 3)], mode=mode, rotary=rotary,
+        final_norm=final_norm,
     )
     return randomize_composition(calm) if randomize else calm
 
@@ -205,8 +206,41 @@ def test_augmenting_model_runs_only_to_its_deepest_connection():
     assert not hasattr(calm.augmenting[0], "lm_head")
 
 
-def test_save_and_load_round_trip(tmp_path):
-    calm = compose("llama", "gpt2")
+@pytest.mark.parametrize("family", FAMILIES)
+def test_final_norm_connections_read_the_final_hidden_state(family):
+    """With final_norm, a connection from mA's last layer reads exactly what transformers returns as mA's last
+    hidden state (after the final norm); the other connections still read raw layer outputs."""
+    augmenting = tiny_model(family, width=32, layers=3, heads=2, seed=1)
+    reference = tiny_model(family, width=32, layers=3, heads=2, seed=1)
+    anchor = tiny_model("llama", width=64, layers=2, heads=4, seed=0)
+    calm = CALMForCausalLM.from_models(anchor, augmenting, connections=[(0, 0), (2, 1)], final_norm=True)
+    ids = torch.tensor(random_sequences([7])[0])[None]
+    with torch.no_grad():
+        hidden = reference(input_ids=ids, output_hidden_states=True).hidden_states
+        calm._captured = {}
+        calm.augmenting[0](input_ids=ids)
+        captured, calm._captured = calm._captured, None
+    torch.testing.assert_close(captured[(0, 2)], hidden[-1], atol=1e-6, rtol=0)
+    torch.testing.assert_close(captured[(0, 0)], hidden[1], atol=1e-6, rtol=0)
+    assert not torch.allclose(captured[(0, 2)], _raw_last_layer_output(reference, ids), atol=1e-3)
+
+
+def _raw_last_layer_output(model, ids):
+    from pipeline.composition.base_models import decoder_layers
+
+    out = {}
+    handle = decoder_layers(model)[-1].register_forward_hook(
+        lambda module, args, output: out.setdefault("raw", output[0] if isinstance(output, tuple) else output)
+    )
+    with torch.no_grad():
+        model(input_ids=ids)
+    handle.remove()
+    return out["raw"]
+
+
+@pytest.mark.parametrize("final_norm", [False, True])
+def test_save_and_load_round_trip(tmp_path, final_norm):
+    calm = compose("llama", "gpt2", final_norm=final_norm)
     calm.save_pretrained(tmp_path / "calm")
     saved = sorted(p.name for p in (tmp_path / "calm").iterdir())
     assert saved == ["config.json", "generation_config.json", "model.safetensors"]
@@ -221,6 +255,7 @@ def test_save_and_load_round_trip(tmp_path):
     with torch.no_grad():
         assert torch.equal(calm(input_ids=ids, attention_mask=mask).logits, loaded(input_ids=ids, attention_mask=mask).logits)
     assert loaded.config.mode == calm.config.mode
+    assert loaded.config.final_norm == final_norm
     assert loaded.config.augmenting[0]["connections"] == calm.config.augmenting[0]["connections"]
 
 

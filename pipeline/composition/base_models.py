@@ -18,6 +18,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from pipeline.errors import UserError
 from pipeline.hub import hub_reachable
 
+from .configuration_calm import CompositionConfigError
+
 
 class ModelLoadError(UserError, RuntimeError):
     """A base model or tokenizer could not be found locally or on the hub."""
@@ -113,6 +115,21 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
             return module
     raise ValueError(
         f"cannot find the decoder layers of {type(model).__name__}: no ModuleList of {num_layers} layers"
+    )
+
+
+FINAL_NORM_NAMES = ("ln_f", "norm", "layer_norm", "final_layer_norm", "final_layernorm")
+
+
+def final_norm(model: PreTrainedModel) -> nn.Module:
+    """The norm a decoder applies after its last layer (`transformer.ln_f`, `model.norm`, `model.layer_norm`, ...)."""
+    base = model.base_model
+    for name in FINAL_NORM_NAMES:
+        module = getattr(base, name, None)
+        if isinstance(module, nn.Module):
+            return module
+    raise CompositionConfigError(
+        f"final_norm: cannot find the final norm of {type(model).__name__} (looked for {', '.join(FINAL_NORM_NAMES)})"
     )
 
 

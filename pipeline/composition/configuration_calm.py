@@ -64,6 +64,9 @@ class CALMConfig(PreTrainedConfig):
     rotary (`bool`): rotate queries and keys by their token positions (RoPE, base `rotary_theta`), so that mB can
         attend to mA by relative position (e.g. to mA's state at its own token). Adds no parameters. The paper
         does not say whether its cross-attention sees positions; `rotary=False` gives the position-free variant.
+    final_norm (`bool`): a connection from mA's last layer reads mA's final hidden state after its final norm (what
+        `output_hidden_states` returns as the last entry in transformers), not the last block's raw output. That
+        state is what mA's own LM head reads; on Table 1 the copy of mA's values generalises better from it.
     """
 
     model_type = "calm"
@@ -75,6 +78,7 @@ class CALMConfig(PreTrainedConfig):
     normalize_inputs: bool = True
     rotary: bool = True
     rotary_theta: float = 10000.0
+    final_norm: bool = False
     vocab_size: int | None = None
 
     def __post_init__(self, **kwargs):

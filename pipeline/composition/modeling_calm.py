@@ -27,7 +27,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from pipeline.errors import UserError
 
-from .base_models import decoder_layers, describe, load_causal_lm, text_config
+from .base_models import decoder_layers, describe, final_norm, load_causal_lm, text_config
 from .configuration_calm import CALMConfig, CompositionConfigError, default_connections, validate_connections
 
 WEIGHTS_NAME = "model.safetensors"
@@ -165,7 +165,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         anchor_config = text_config(anchor)
         num_heads = config.num_heads or anchor_config.num_attention_heads
         self.anchor = anchor
-        backbones, bridges, augmenting_layers = [], [], []
+        backbones, bridges, augmenting_layers, final_norms = [], [], [], []
         for index, (model, record) in enumerate(zip(augmenting, config.augmenting)):
             connections = validate_connections(
                 [tuple(pair) for pair in record["connections"]],
@@ -174,6 +174,9 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 f"augmenting model {index}",
             )
             backbone, layers = self._truncated_backbone(model, max(i for i, _ in connections))
+            last = text_config(model).num_hidden_layers - 1
+            reads_last = config.final_norm and any(i == last for i, _ in connections)
+            final_norms.append((final_norm(model), last) if reads_last else None)
             backbones.append(backbone)
             augmenting_layers.append(layers)
             width = text_config(model).hidden_size
@@ -186,6 +189,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             )
         self.augmenting = nn.ModuleList(backbones)
         self._augmenting_layers = augmenting_layers  # plain references; the modules are registered via the backbones
+        self._final_norms = final_norms  # per mA: (final norm, last layer index) if a connection reads after it
         self.bridges = nn.ModuleList(bridges)
         self._connections = [
             [tuple(pair) for pair in record["connections"]] for record in config.augmenting
@@ -214,6 +218,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         num_heads: int | None = None,
         normalize_inputs: bool = True,
         rotary: bool = True,
+        final_norm: bool = False,
         layers_per_connection: int = 4,
     ) -> "CALMForCausalLM":
         """Compose `anchor` with `augmenting` (one model or a list).
@@ -263,6 +268,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             num_heads=num_heads or anchor_config.num_attention_heads,
             normalize_inputs=normalize_inputs,
             rotary=rotary,
+            final_norm=final_norm,
             vocab_size=anchor_config.vocab_size,
         )
         return cls(config, anchor, augmenting)
@@ -280,7 +286,10 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         for a, connections in enumerate(self._connections):
             layers = self._augmenting_layers[a]
             for i in sorted({i for i, _ in connections}):
-                layers[i].register_forward_hook(self._capture_hook(a, i))
+                # The final norm runs right after the last layer, so its output stands for that layer's.
+                norm_after = self._final_norms[a]
+                module = norm_after[0] if norm_after is not None and i == norm_after[1] else layers[i]
+                module.register_forward_hook(self._capture_hook(a, i))
             for c, (_, j) in enumerate(connections):
                 targets.setdefault(j, []).append((a, c))
         for j, connection_ids in targets.items():

@@ -9,7 +9,8 @@ A plain training loop (AdamW, one-cycle schedule); prints the running loss, then
 Environment options:  T threads (default 2); MA, MB model dirs; REPLAY anchor replay fraction (mB's
 NUM-MATH rows, half behind random prefixes); MASK_ANSWER=1 (loss up to the scratchpad's second "=" only);
 HEADS cross-attention heads; WD weight decay; SEED re-initialises the composition with this seed;
-SAVE directory to save the composition to.  Variants that patch the cross-attention (runs Q1, Q2, R3, X2,
+SAVE directory to save the composition to; EVAL_EVERY=k prints
+held-out/held-in KV-MATH accuracy (first 100 rows) every k steps.  Variants that patch the cross-attention (runs Q1, Q2, R3, X2,
 Z5 of the log): QKBIAS=1 (biases on W_Q, W_K), RELBIAS=1 (learned per-head relative-position bias),
 ABSPE=1 (sinusoidal absolute positions added to the query and key inputs), LNF=1 (read mA's last layer
 after its final norm).
@@ -119,12 +120,19 @@ print('train rows', len(ds), 'replay', replay, 'mask', bool(os.environ.get('MASK
 col = Collator(tok.pad_token_id)
 opt = torch.optim.AdamW([p for p in calm.parameters() if p.requires_grad], lr=lr, betas=(0.9, 0.99), weight_decay=float(__import__('os').environ.get('WD', 0.0)))
 sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
+EVAL_EVERY = int(os.environ.get('EVAL_EVERY', 0))
+curve_sets = {d: read_jsonl(f'data/kv_arithmetic/{d}.jsonl')[:100] for d in ['kv_math_test', 'kv_math_held_in_test']}
 calm.train(); t0 = time.time(); run = 0
 for s in range(steps):
     b = col([ds[random.randrange(len(ds))] for _ in range(bs)])
     loss = calm(**b).loss; loss.backward(); torch.nn.utils.clip_grad_norm_(calm.parameters(), 1.0); opt.step(); opt.zero_grad(); sched.step()
     run = 0.98 * run + 0.02 * loss.item() if s else loss.item()
     if s % 100 == 0: print(s, round(run, 3), round(time.time() - t0), flush=True)
+    if EVAL_EVERY and (s + 1) % EVAL_EVERY == 0 and s + 1 < steps:  # held-out/held-in curve during training
+        calm.eval()
+        curve, _ = evaluate_model(calm, tok, curve_sets, max_new_tokens=14, batch_size=100, progress=False)
+        print('CURVE', s + 1, {k: v['accuracy'] for k, v in curve.items()}, flush=True)
+        calm.train()
 calm.eval()
 sets = {d: read_jsonl(f'data/kv_arithmetic/{d}.jsonl')[:200] for d in ['kv_math_test', 'kv_math_held_in_test', 'num_math_test']}
 sets['kv_subs_heldout'] = [r for r in read_jsonl('data/kv_arithmetic/kv_subs_test.jsonl') if not set(r['keys']) & held][:200]
