@@ -23,41 +23,48 @@ def _env(workdir: Path) -> dict:
     return env
 
 
-def _prepare(workdir: Path) -> None:
+# (stage kind, name, its params block): a base model, and a composition (whose cross-attention uses dropout,
+# so the resumed run must also restore the random state).
+TARGETS = [("base", "mB", "base_models.mB"), ("composition", "calm", "compositions.calm")]
+
+
+def _prepare(workdir: Path, kind: str, name: str, block: str) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
-    params = compose_params([
-        "preset=micro",
-        f"base_models.mB.train.steps={STEPS}",
-        "base_models.mB.train.save_steps=5",
-        "base_models.mB.train.batch_size=16",
-    ])
-    dump_params(params, workdir / "params.yaml")
-    for args in (["pipeline.build_data", "kv_arithmetic"], ["pipeline.tokenizer", "kv_arithmetic"]):
+    overrides = ["preset=micro", f"{block}.train.steps={STEPS}", f"{block}.train.save_steps=5",
+                 f"{block}.train.batch_size=16"]
+    if kind == "composition":
+        overrides.append(f"{block}.attention_dropout=0.3")
+    dump_params(compose_params(overrides), workdir / "params.yaml")
+    steps = [["pipeline.build_data", "kv_arithmetic"], ["pipeline.tokenizer", "kv_arithmetic"]]
+    if kind == "composition":  # its frozen bases first (a few steps each in the micro preset)
+        steps += [["pipeline.train", "base", base] for base in ("vanilla", "mA", "mB")]
+    for args in steps:
         subprocess.run([sys.executable, "-m", *args], cwd=workdir, env=_env(workdir), check=True, capture_output=True)
 
 
-def _train(workdir: Path, **kw):
-    return subprocess.Popen([sys.executable, "-m", "pipeline.train", "base", "mB"], cwd=workdir, env=_env(workdir),
+def _train(workdir: Path, kind: str, name: str, **kw):
+    return subprocess.Popen([sys.executable, "-m", "pipeline.train", kind, name], cwd=workdir, env=_env(workdir),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
 
 
-def _weights(workdir: Path) -> dict:
-    return load_file(str(workdir / "models" / "mB" / "model.safetensors"))
+def _weights(workdir: Path, name: str) -> dict:
+    return load_file(str(workdir / "models" / name / "model.safetensors"))
 
 
-def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
+@pytest.mark.parametrize("kind,name,block", TARGETS, ids=[t[1] for t in TARGETS])
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, kind, name, block):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    _prepare(straight)
-    _prepare(killed)
-    p = _train(straight)
+    _prepare(straight, kind, name, block)
+    _prepare(killed, kind, name, block)
+    p = _train(straight, kind, name)
     out = p.communicate(timeout=300)[0].decode()
     assert p.returncode == 0, out
 
-    p = _train(killed)
+    p = _train(killed, kind, name)
     ckpt_root = killed / "models" / ".checkpoints"
     deadline = time.time() + 300
     while time.time() < deadline:
-        done = [c for c in ckpt_root.glob("mB-*/checkpoint-*") if (c / "trainer_state.json").exists()]
+        done = [c for c in ckpt_root.glob(f"{name}-*/checkpoint-*") if (c / "trainer_state.json").exists()]
         if any(int(c.name.split("-")[1]) >= STEPS // 2 for c in done):
             break
         if p.poll() is not None:
@@ -65,16 +72,16 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL)
     p.wait()
-    assert not (killed / "models" / "mB").exists(), "a killed stage must leave no output that looks done"
+    assert not (killed / "models" / name).exists(), "a killed stage must leave no output that looks done"
 
-    p = _train(killed)
+    p = _train(killed, kind, name)
     out = p.communicate(timeout=300)[0].decode()
     assert p.returncode == 0, out
     assert "resuming from" in out
-    a, b = _weights(straight), _weights(killed)
+    a, b = _weights(straight, name), _weights(killed, name)
     assert a.keys() == b.keys()
     for k in a:
         assert torch.equal(a[k], b[k]), k
-    ia = (straight / "models/mB/train_info.json").read_text()
-    ib = (killed / "models/mB/train_info.json").read_text()
+    ia = (straight / "models" / name / "train_info.json").read_text()
+    ib = (killed / "models" / name / "train_info.json").read_text()
     assert '"steps": %d' % STEPS in ia and '"steps": %d' % STEPS in ib

@@ -67,6 +67,7 @@ class CALMConfig(PreTrainedConfig):
     final_norm (`bool`): a connection from mA's last layer reads mA's final hidden state after its final norm (what
         `output_hidden_states` returns as the last entry in transformers), not the last block's raw output. That
         state is what mA's own LM head reads; on Table 1 the copy of mA's values generalises better from it.
+    attention_dropout (`float`): dropout on the cross-attention probabilities while training (none at inference).
     """
 
     model_type = "calm"
@@ -79,9 +80,12 @@ class CALMConfig(PreTrainedConfig):
     rotary: bool = True
     rotary_theta: float = 10000.0
     final_norm: bool = False
+    attention_dropout: float = 0.0
     vocab_size: int | None = None
 
     def __post_init__(self, **kwargs):
         if self.mode not in MODES:
             raise CompositionConfigError(f"mode must be one of {MODES}, not {self.mode!r}")
+        if not 0.0 <= float(self.attention_dropout) < 1.0:
+            raise CompositionConfigError(f"attention_dropout must be in [0, 1), not {self.attention_dropout!r}")
         super().__post_init__(**kwargs)

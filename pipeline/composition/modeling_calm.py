@@ -47,7 +47,7 @@ class CrossAttention(nn.Module):
 
     def __init__(
         self, augmenting_width: int, anchor_width: int, num_heads: int, normalize_inputs: bool = True,
-        rotary: bool = True, rotary_theta: float = 10000.0,
+        rotary: bool = True, rotary_theta: float = 10000.0, attention_dropout: float = 0.0,
     ):
         super().__init__()
         if anchor_width % num_heads != 0:
@@ -59,6 +59,7 @@ class CrossAttention(nn.Module):
         self.normalize_inputs = normalize_inputs
         self.rotary = rotary
         self.rotary_theta = rotary_theta
+        self.attention_dropout = attention_dropout
         self.f_proj = nn.Linear(augmenting_width, anchor_width, bias=False)
         self.q_proj = nn.Linear(anchor_width, anchor_width, bias=False)
         self.k_proj = nn.Linear(anchor_width, anchor_width, bias=False)
@@ -109,7 +110,8 @@ class CrossAttention(nn.Module):
         batch, length, width = anchor_states.shape
         queries = self._split_heads(self.q_proj(self._norm(anchor_states.to(self.q_proj.weight.dtype))))
         queries = self._rotate(queries, positions)
-        attended = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed)
+        dropout = self.attention_dropout if self.training else 0.0
+        attended = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed, dropout_p=dropout)
         attended = attended * has_key
         update = self.o_proj(attended.transpose(1, 2).reshape(batch, length, width))
         return update.to(anchor_states.dtype)
@@ -183,7 +185,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             bridges.append(
                 nn.ModuleList(
                     CrossAttention(width, anchor_config.hidden_size, num_heads, config.normalize_inputs,
-                                   config.rotary, config.rotary_theta)
+                                   config.rotary, config.rotary_theta, config.attention_dropout)
                     for _ in connections
                 )
             )
@@ -219,6 +221,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         normalize_inputs: bool = True,
         rotary: bool = True,
         final_norm: bool = False,
+        attention_dropout: float = 0.0,
         layers_per_connection: int = 4,
     ) -> "CALMForCausalLM":
         """Compose `anchor` with `augmenting` (one model or a list).
@@ -269,6 +272,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             normalize_inputs=normalize_inputs,
             rotary=rotary,
             final_norm=final_norm,
+            attention_dropout=attention_dropout,
             vocab_size=anchor_config.vocab_size,
         )
         return cls(config, anchor, augmenting)

@@ -13,7 +13,7 @@ SAVE directory to save the composition to; EVAL_EVERY=k prints
 held-out/held-in KV-MATH accuracy (first 100 rows) every k steps.  Variants that patch the cross-attention (runs Q1, Q2, R3, X2,
 Z5 of the log): QKBIAS=1 (biases on W_Q, W_K), RELBIAS=1 (learned per-head relative-position bias),
 ABSPE=1 (sinusoidal absolute positions added to the query and key inputs), LNF=1 (read mA's last layer
-after its final norm).
+after its final norm). ATTN_DROPOUT=p: dropout on the cross-attention probabilities.
 """
 import sys, json, time, torch, random
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[2]))
@@ -86,6 +86,9 @@ if __import__('os').environ.get('LNF'):
         if calm._captured is not None:
             calm._captured[(0, last)] = output
     bb.ln_f.register_forward_hook(lnf_hook)
+if __import__('os').environ.get('ATTN_DROPOUT'):  # the core's attention_dropout (cross-attention probabilities, training only)
+    for m in calm.modules():
+        if m.__class__.__name__ == 'CrossAttention': m.attention_dropout = float(__import__('os').environ['ATTN_DROPOUT'])
 if __import__('os').environ.get('SEED'):
     torch.manual_seed(int(__import__('os').environ['SEED'])); random.seed(int(__import__('os').environ['SEED']))
     for m in calm.modules():
