@@ -52,7 +52,9 @@ def build_table(name: str, params: dict) -> tuple[str, str, list[dict]]:
         md.write(f"| {row['name']} | " + " | ".join(f"**{_fmt(c['ours'])}** / {_fmt(c['paper'])}" for c in r) + " |\n")
     comp = params["compositions"].get(cols.get("CALM", ""), {})
     md.write("\n")
-    md.write(f"- preset: `{params['preset']}`; seed {params['seed']}\n")
+    comp_seed = comp.get("seed")
+    md.write(f"- preset: `{params['preset']}`; seed {params['seed']}"
+             + (f"; composition seed {comp_seed}" if comp_seed is not None else "") + "\n")
     md.write(
         f"- D_KV: {wcfg['n_keys']} keys of {wcfg['key_length'][0]}-{wcfg['key_length'][1]} characters, values a permutation of 1..{wcfg['n_keys']}; "
         f"expressions of {wcfg['n_terms'][0]}-{wcfg['n_terms'][1]} keys over {' '.join(wcfg['operators'])}\n"
