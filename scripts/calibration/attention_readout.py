@@ -15,11 +15,11 @@ calm = CALMForCausalLM.from_pretrained(sys.argv[1]).eval()
 mA = AutoModelForCausalLM.from_pretrained('models/mA').eval(); mB = AutoModelForCausalLM.from_pretrained('models/mB').eval()
 cap = []
 orig = mc.F.scaled_dot_product_attention
-def sdpa(q, k, v, attn_mask=None):
+def sdpa(q, k, v, attn_mask=None, **kw):
     s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
     s = s.masked_fill(~attn_mask, float('-inf')) if attn_mask is not None else s
     cap.append(torch.softmax(s, -1))
-    return orig(q, k, v, attn_mask=attn_mask)
+    return orig(q, k, v, attn_mask=attn_mask, **kw)
 import types
 mc.F = types.SimpleNamespace(scaled_dot_product_attention=sdpa, rms_norm=torch.nn.functional.rms_norm)
 held = {r['key'] for r in read_jsonl('data/kv_arithmetic/d_kv.jsonl') if r['held_in']}
