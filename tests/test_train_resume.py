@@ -28,7 +28,7 @@ def _env(workdir: Path) -> dict:
 TARGETS = [("base", "mB", "base_models.mB"), ("composition", "calm", "compositions.calm")]
 
 
-def _prepare(workdir: Path, kind: str, name: str, block: str) -> None:
+def _prepare(workdir: Path, kind: str, block: str) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     overrides = ["preset=micro", f"{block}.train.steps={STEPS}", f"{block}.train.save_steps=5",
                  f"{block}.train.batch_size=16"]
@@ -54,8 +54,8 @@ def _weights(workdir: Path, name: str) -> dict:
 @pytest.mark.parametrize("kind,name,block", TARGETS, ids=[t[1] for t in TARGETS])
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path, kind, name, block):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    _prepare(straight, kind, name, block)
-    _prepare(killed, kind, name, block)
+    _prepare(straight, kind, block)
+    _prepare(killed, kind, block)
     p = _train(straight, kind, name)
     out = p.communicate(timeout=300)[0].decode()
     assert p.returncode == 0, out

@@ -12,8 +12,8 @@ HEADS cross-attention heads; WD weight decay; SEED re-initialises the compositio
 SAVE directory to save the composition to; EVAL_EVERY=k prints
 held-out/held-in KV-MATH accuracy (first 100 rows) every k steps.  Variants that patch the cross-attention (runs Q1, Q2, R3, X2,
 Z5 of the log): QKBIAS=1 (biases on W_Q, W_K), RELBIAS=1 (learned per-head relative-position bias),
-ABSPE=1 (sinusoidal absolute positions added to the query and key inputs), LNF=1 (read mA's last layer
-after its final norm). ATTN_DROPOUT=p: dropout on the cross-attention probabilities.
+ABSPE=1 (sinusoidal absolute positions added to the query and key inputs). The core's own options:
+LNF=1 (final_norm: read mA's last layer after its final norm), ATTN_DROPOUT=p (attention_dropout).
 """
 import sys, json, time, torch, random
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[2]))
@@ -31,7 +31,8 @@ mA_dir = __import__('os').environ.get('MA', 'models/mA'); mB_dir = __import__('o
 torch.manual_seed(0); random.seed(0)
 tok = load_tokenizer()
 mB = AutoModelForCausalLM.from_pretrained(mB_dir); mA = AutoModelForCausalLM.from_pretrained(mA_dir)
-calm = CALMForCausalLM.from_models(anchor=mB, augmenting=[mA], connections=[[tuple(c) for c in conns]], num_heads=int(__import__('os').environ.get('HEADS', 0)) or None)
+calm = CALMForCausalLM.from_models(anchor=mB, augmenting=[mA], connections=[[tuple(c) for c in conns]], num_heads=int(__import__('os').environ.get('HEADS', 0)) or None,
+                                   final_norm=bool(__import__('os').environ.get('LNF')), attention_dropout=float(__import__('os').environ.get('ATTN_DROPOUT', 0)))
 if __import__('os').environ.get('QKBIAS'):
     import torch.nn as nn
     for m in calm.modules():
@@ -79,16 +80,6 @@ if __import__('os').environ.get('ABSPE'):
     for m in calm.modules():
         if m.__class__.__name__ == 'CrossAttention':
             m.forward = types.MethodType(fwd, m); m.keys_values = types.MethodType(kv_, m)
-if __import__('os').environ.get('LNF'):
-    bb = calm.augmenting[0]
-    last = max(i for i, _ in calm._connections[0])
-    def lnf_hook(module, args, output):
-        if calm._captured is not None:
-            calm._captured[(0, last)] = output
-    bb.ln_f.register_forward_hook(lnf_hook)
-if __import__('os').environ.get('ATTN_DROPOUT'):  # the core's attention_dropout (cross-attention probabilities, training only)
-    for m in calm.modules():
-        if m.__class__.__name__ == 'CrossAttention': m.attention_dropout = float(__import__('os').environ['ATTN_DROPOUT'])
 if __import__('os').environ.get('SEED'):
     torch.manual_seed(int(__import__('os').environ['SEED'])); random.seed(int(__import__('os').environ['SEED']))
     for m in calm.modules():
