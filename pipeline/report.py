@@ -79,6 +79,7 @@ def build_table(name: str, params: dict) -> tuple[str, str, list[dict]]:
             f"connections {comp['connections'] if comp['connections'] is not None else 'default'}"
             + ("; mA's last layer read after its final norm" if comp.get("final_norm") else "")
             + (f"; attention dropout {comp['attention_dropout']} while training" if comp.get("attention_dropout") else "")
+            + (f"; dropout {comp['augmenting_dropout']} on mA's states while training" if comp.get("augmenting_dropout") else "")
             + (f"; D_C mixed with {100 * replay:.0f}% rows of the anchor's own training data (anchor replay, no keys)" if replay else "")
             + (f"; loss on each D_C target up to the first `{comp['loss_until']}`" if comp.get("loss_until") else "")
             + "\n"

@@ -360,8 +360,9 @@ def train_composition(name: str, params: dict) -> dict:
         kwargs["rotary"] = cfg["rotary"]
     if cfg.get("final_norm"):
         kwargs["final_norm"] = True
-    if cfg.get("attention_dropout"):
-        kwargs["attention_dropout"] = float(cfg["attention_dropout"])
+    for option in ("attention_dropout", "augmenting_dropout"):
+        if cfg.get(option):
+            kwargs[option] = float(cfg[option])
     model = CALMForCausalLM.from_models(
         anchor=anchor, augmenting=augmenting, connections=connections, mode=cfg.get("mode", "iterative"), **kwargs
     )

@@ -17,12 +17,12 @@ MODES = ("iterative", "encoder")
 
 
 def compose(anchor_family="llama", augmenting_family="gpt2", mode="iterative", randomize=True, connections=None,
-            rotary=True, final_norm=False, attention_dropout=0.0):
+            rotary=True, final_norm=False, attention_dropout=0.0, augmenting_dropout=0.0):
     anchor = tiny_model(anchor_family, width=64, layers=4, heads=4, seed=0)
     augmenting = tiny_model(augmenting_family, width=32, layers=6, heads=2, seed=1)
     calm = CALMForCausalLM.from_models(
         anchor, augmenting, connections=connections or [(1, 1), (3, 2), (5, 3)], mode=mode, rotary=rotary,
-        final_norm=final_norm, attention_dropout=attention_dropout,
+        final_norm=final_norm, attention_dropout=attention_dropout, augmenting_dropout=augmenting_dropout,
     )
     return randomize_composition(calm) if randomize else calm
 
@@ -225,8 +225,9 @@ def test_final_norm_connections_read_the_final_hidden_state(family):
     assert not torch.allclose(captured[(0, 2)], _raw_last_layer_output(reference, ids), atol=1e-3)
 
 
-def test_attention_dropout_acts_only_while_training():
-    calm = compose("llama", "gpt2", attention_dropout=0.5)
+@pytest.mark.parametrize("option", ["attention_dropout", "augmenting_dropout"])
+def test_dropout_acts_only_while_training(option):
+    calm = compose("llama", "gpt2", **{option: 0.5})
     bridges = [m for m in calm.modules() if m.__class__.__name__ == "CrossAttention"]
     ids = torch.tensor(random_sequences([12, 12])).view(2, 12)
     with torch.no_grad():
@@ -235,7 +236,7 @@ def test_attention_dropout_acts_only_while_training():
         torch.manual_seed(0)
         dropped = calm(input_ids=ids).logits
         for bridge in bridges:
-            bridge.attention_dropout = 0.0
+            setattr(bridge, option, 0.0)
         undropped = calm(input_ids=ids).logits  # train mode without dropout: the bases stay in eval mode
     torch.testing.assert_close(undropped, inference, atol=0, rtol=0)
     assert not torch.allclose(dropped, inference, atol=1e-4)
@@ -256,7 +257,8 @@ def _raw_last_layer_output(model, ids):
 
 @pytest.mark.parametrize("final_norm", [False, True])
 def test_save_and_load_round_trip(tmp_path, final_norm):
-    calm = compose("llama", "gpt2", final_norm=final_norm)
+    dropouts = {"attention_dropout": 0.1, "augmenting_dropout": 0.3} if final_norm else {}  # options survive the trip
+    calm = compose("llama", "gpt2", final_norm=final_norm, **dropouts).eval()
     calm.save_pretrained(tmp_path / "calm")
     saved = sorted(p.name for p in (tmp_path / "calm").iterdir())
     assert saved == ["config.json", "generation_config.json", "model.safetensors"]
@@ -272,6 +274,8 @@ def test_save_and_load_round_trip(tmp_path, final_norm):
         assert torch.equal(calm(input_ids=ids, attention_mask=mask).logits, loaded(input_ids=ids, attention_mask=mask).logits)
     assert loaded.config.mode == calm.config.mode
     assert loaded.config.final_norm == final_norm
+    for option in ("attention_dropout", "augmenting_dropout"):
+        assert getattr(loaded.config, option) == getattr(calm.config, option)
     assert loaded.config.augmenting[0]["connections"] == calm.config.augmenting[0]["connections"]
 
 
@@ -342,6 +346,8 @@ def test_other_bad_setups_fail_clearly():
         CALMForCausalLM.from_models(anchor, tiny_model("gpt2", 32, 6, 2), num_heads=5)
     with pytest.raises(CompositionConfigError, match="attention_dropout must be in"):
         CALMForCausalLM.from_models(anchor, tiny_model("gpt2", 32, 6, 2), attention_dropout=1.0)
+    with pytest.raises(CompositionConfigError, match="augmenting_dropout must be in"):
+        CALMForCausalLM.from_models(anchor, tiny_model("gpt2", 32, 6, 2), augmenting_dropout=-0.1)
     calm = compose("llama", "gpt2", mode="encoder")
     ids = torch.tensor(random_sequences([8]))
     with pytest.raises(CompositionConfigError, match="needs augmenting_input_ids"):

@@ -23,8 +23,8 @@ def _env(workdir: Path) -> dict:
     return env
 
 
-# (stage kind, name, its params block): a base model, and a composition (whose cross-attention uses dropout,
-# so the resumed run must also restore the random state).
+# (stage kind, name, its params block): a base model, and a composition (with dropout in its cross-attention
+# and on mA's states, so the resumed run must also restore the random state).
 TARGETS = [("base", "mB", "base_models.mB"), ("composition", "calm", "compositions.calm")]
 
 
@@ -33,7 +33,7 @@ def _prepare(workdir: Path, kind: str, block: str) -> None:
     overrides = ["preset=micro", f"{block}.train.steps={STEPS}", f"{block}.train.save_steps=5",
                  f"{block}.train.batch_size=16"]
     if kind == "composition":
-        overrides.append(f"{block}.attention_dropout=0.3")
+        overrides += [f"{block}.attention_dropout=0.3", f"{block}.augmenting_dropout=0.3"]
     dump_params(compose_params(overrides), workdir / "params.yaml")
     steps = [["pipeline.build_data", "kv_arithmetic"], ["pipeline.tokenizer", "kv_arithmetic"]]
     if kind == "composition":  # its frozen bases first (a few steps each in the micro preset)

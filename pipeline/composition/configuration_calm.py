@@ -68,6 +68,9 @@ class CALMConfig(PreTrainedConfig):
         `output_hidden_states` returns as the last entry in transformers), not the last block's raw output. That
         state is what mA's own LM head reads; on Table 1 the copy of mA's values generalises better from it.
     attention_dropout (`float`): dropout on the cross-attention probabilities while training (none at inference).
+    augmenting_dropout (`float`): dropout on mA's states where the composition reads them (the input of each
+        f_proj) while training (none at inference). With few held-in examples, the projection otherwise leans on
+        whatever features of mA's states single them out, instead of the ones that generalise.
     """
 
     model_type = "calm"
@@ -81,11 +84,13 @@ class CALMConfig(PreTrainedConfig):
     rotary_theta: float = 10000.0
     final_norm: bool = False
     attention_dropout: float = 0.0
+    augmenting_dropout: float = 0.0
     vocab_size: int | None = None
 
     def __post_init__(self, **kwargs):
         if self.mode not in MODES:
             raise CompositionConfigError(f"mode must be one of {MODES}, not {self.mode!r}")
-        if not 0.0 <= float(self.attention_dropout) < 1.0:
-            raise CompositionConfigError(f"attention_dropout must be in [0, 1), not {self.attention_dropout!r}")
+        for name in ("attention_dropout", "augmenting_dropout"):
+            if not 0.0 <= float(getattr(self, name)) < 1.0:
+                raise CompositionConfigError(f"{name} must be in [0, 1), not {getattr(self, name)!r}")
         super().__post_init__(**kwargs)

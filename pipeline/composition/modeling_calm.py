@@ -48,6 +48,7 @@ class CrossAttention(nn.Module):
     def __init__(
         self, augmenting_width: int, anchor_width: int, num_heads: int, normalize_inputs: bool = True,
         rotary: bool = True, rotary_theta: float = 10000.0, attention_dropout: float = 0.0,
+        augmenting_dropout: float = 0.0,
     ):
         super().__init__()
         if anchor_width % num_heads != 0:
@@ -60,6 +61,7 @@ class CrossAttention(nn.Module):
         self.rotary = rotary
         self.rotary_theta = rotary_theta
         self.attention_dropout = attention_dropout
+        self.augmenting_dropout = augmenting_dropout
         self.f_proj = nn.Linear(augmenting_width, anchor_width, bias=False)
         self.q_proj = nn.Linear(anchor_width, anchor_width, bias=False)
         self.k_proj = nn.Linear(anchor_width, anchor_width, bias=False)
@@ -97,6 +99,7 @@ class CrossAttention(nn.Module):
 
     def keys_values(self, augmenting_states: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """mA states [B, S, D_A] at positions [B, S] -> keys and values [B, H, S, D_B/H], cached once computed."""
+        augmenting_states = F.dropout(augmenting_states, self.augmenting_dropout, self.training)
         projected = self._norm(self.f_proj(augmenting_states.to(self.f_proj.weight.dtype)))
         keys = self._rotate(self._split_heads(self.k_proj(projected)), positions)
         return keys, self._split_heads(self.v_proj(projected))
@@ -185,7 +188,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             bridges.append(
                 nn.ModuleList(
                     CrossAttention(width, anchor_config.hidden_size, num_heads, config.normalize_inputs,
-                                   config.rotary, config.rotary_theta, config.attention_dropout)
+                                   config.rotary, config.rotary_theta, config.attention_dropout,
+                                   config.augmenting_dropout)
                     for _ in connections
                 )
             )
@@ -222,6 +226,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         rotary: bool = True,
         final_norm: bool = False,
         attention_dropout: float = 0.0,
+        augmenting_dropout: float = 0.0,
         layers_per_connection: int = 4,
     ) -> "CALMForCausalLM":
         """Compose `anchor` with `augmenting` (one model or a list).
@@ -273,6 +278,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             rotary=rotary,
             final_norm=final_norm,
             attention_dropout=attention_dropout,
+            augmenting_dropout=augmenting_dropout,
             vocab_size=anchor_config.vocab_size,
         )
         return cls(config, anchor, augmenting)
@@ -542,7 +548,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         _check_bases(config, anchor, augmenting)
         model = cls(config, anchor, augmenting)
         model.load_composition_state(load_file(directory / WEIGHTS_NAME))
-        return model
+        return model.eval()  # as transformers' from_pretrained: a loaded model is ready for inference (no dropout)
 
     def load_composition_state(self, state: dict[str, torch.Tensor]):
         expected = self.composition_state_dict()

@@ -9,11 +9,14 @@ A plain training loop (AdamW, one-cycle schedule); prints the running loss, then
 Environment options:  T threads (default 2); MA, MB model dirs; REPLAY anchor replay fraction (mB's
 NUM-MATH rows, half behind random prefixes); MASK_ANSWER=1 (loss up to the scratchpad's second "=" only);
 HEADS cross-attention heads; WD weight decay; SEED re-initialises the composition with this seed;
-SAVE directory to save the composition to; EVAL_EVERY=k prints
+SAVE directory to save the composition to; EMA=d evaluates an exponential moving average (decay d) of the
+composition weights (RAW prints the last weights' KV-MATH figures first); EVAL_EVERY=k prints
 held-out/held-in KV-MATH accuracy (first 100 rows) every k steps.  Variants that patch the cross-attention (runs Q1, Q2, R3, X2,
 Z5 of the log): QKBIAS=1 (biases on W_Q, W_K), RELBIAS=1 (learned per-head relative-position bias),
 ABSPE=1 (sinusoidal absolute positions added to the query and key inputs). The core's own options:
-LNF=1 (final_norm: read mA's last layer after its final norm), ATTN_DROPOUT=p (attention_dropout).
+LNF=1 (final_norm: read mA's last layer after its final norm), ATTN_DROPOUT=p (attention_dropout),
+KV_DROPOUT=p (augmenting_dropout: dropout on mA's states where the composition reads them). LOGITS=1: connections
+from mA's last layer read mA's logits (its LM head applied to the final state) instead (run S5-logits).
 """
 import sys, json, time, torch, random
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[2]))
@@ -32,7 +35,8 @@ torch.manual_seed(0); random.seed(0)
 tok = load_tokenizer()
 mB = AutoModelForCausalLM.from_pretrained(mB_dir); mA = AutoModelForCausalLM.from_pretrained(mA_dir)
 calm = CALMForCausalLM.from_models(anchor=mB, augmenting=[mA], connections=[[tuple(c) for c in conns]], num_heads=int(__import__('os').environ.get('HEADS', 0)) or None,
-                                   final_norm=bool(__import__('os').environ.get('LNF')), attention_dropout=float(__import__('os').environ.get('ATTN_DROPOUT', 0)))
+                                   final_norm=bool(__import__('os').environ.get('LNF')), attention_dropout=float(__import__('os').environ.get('ATTN_DROPOUT', 0)),
+                                   augmenting_dropout=float(__import__('os').environ.get('KV_DROPOUT', 0)))
 if __import__('os').environ.get('QKBIAS'):
     import torch.nn as nn
     for m in calm.modules():
@@ -80,6 +84,16 @@ if __import__('os').environ.get('ABSPE'):
     for m in calm.modules():
         if m.__class__.__name__ == 'CrossAttention':
             m.forward = types.MethodType(fwd, m); m.keys_values = types.MethodType(kv_, m)
+if __import__('os').environ.get('LOGITS'):  # connections from mA's last layer read mA's logits (its LM head of the final state)
+    import types, torch.nn as nn
+    head = mA.get_output_embeddings(); last = mA.config.num_hidden_layers - 1
+    def kv_logits(self, augmenting_states, positions):
+        return self._orig_kv(head(augmenting_states.to(head.weight.dtype)), positions)
+    for c, (i, _) in enumerate(conns):
+        if i == last:
+            m = calm.bridges[0][c]
+            m.f_proj = nn.Linear(head.out_features, m.f_proj.out_features, bias=False)
+            m._orig_kv = m.keys_values; m.keys_values = types.MethodType(kv_logits, m)
 if __import__('os').environ.get('SEED'):
     torch.manual_seed(int(__import__('os').environ['SEED'])); random.seed(int(__import__('os').environ['SEED']))
     for m in calm.modules():
@@ -116,10 +130,16 @@ opt = torch.optim.AdamW([p for p in calm.parameters() if p.requires_grad], lr=lr
 sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
 EVAL_EVERY = int(os.environ.get('EVAL_EVERY', 0))
 curve_sets = {d: read_jsonl(f'data/kv_arithmetic/{d}.jsonl')[:100] for d in ['kv_math_test', 'kv_math_held_in_test']}
+EMA = float(os.environ.get('EMA', 0))  # exponential moving average of the composition weights, evaluated at the end
+trainable = {n: p for n, p in calm.named_parameters() if p.requires_grad}
+ema = {n: p.detach().clone() for n, p in trainable.items()} if EMA else None
 calm.train(); t0 = time.time(); run = 0
 for s in range(steps):
     b = col([ds[random.randrange(len(ds))] for _ in range(bs)])
     loss = calm(**b).loss; loss.backward(); torch.nn.utils.clip_grad_norm_(calm.parameters(), 1.0); opt.step(); opt.zero_grad(); sched.step()
+    if ema is not None:
+        with torch.no_grad():
+            for n, p in trainable.items(): ema[n].lerp_(p, 1 - EMA)
     run = 0.98 * run + 0.02 * loss.item() if s else loss.item()
     if s % 100 == 0: print(s, round(run, 3), round(time.time() - t0), flush=True)
     if EVAL_EVERY and (s + 1) % EVAL_EVERY == 0 and s + 1 < steps:  # held-out/held-in curve during training
@@ -128,6 +148,12 @@ for s in range(steps):
         print('CURVE', s + 1, {k: v['accuracy'] for k, v in curve.items()}, flush=True)
         calm.train()
 calm.eval()
+if ema is not None:
+    rawsets = {d: read_jsonl(f'data/kv_arithmetic/{d}.jsonl')[:200] for d in ['kv_math_test', 'kv_math_held_in_test']}
+    m, _ = evaluate_model(calm, tok, rawsets, max_new_tokens=14, batch_size=100, progress=False)
+    print('RAW', {k: v['accuracy'] for k, v in m.items()}, flush=True)
+    with torch.no_grad():
+        for n, p in trainable.items(): p.copy_(ema[n])
 sets = {d: read_jsonl(f'data/kv_arithmetic/{d}.jsonl')[:200] for d in ['kv_math_test', 'kv_math_held_in_test', 'num_math_test']}
 sets['kv_subs_heldout'] = [r for r in read_jsonl('data/kv_arithmetic/kv_subs_test.jsonl') if not set(r['keys']) & held][:200]
 m, _ = evaluate_model(calm, tok, sets, max_new_tokens=14, batch_size=100, progress=False)
