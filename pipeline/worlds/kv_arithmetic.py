@@ -244,9 +244,10 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     comp_train = _expressions(held_in, sizes["composition_train"], cfg, rng, exclude=set(math_test_in))
 
     # NUM-MATH: the same expression shapes over integers in [1, N_KV] (any, not only D_KV's)
+    numbers = [numtext(v) for v in range(1, cfg["n_keys"] + 1)]  # built once: num_exprs runs once per general row
+
     def num_exprs(n, exclude=frozenset()):
-        pseudo = [numtext(v) for v in range(1, cfg["n_keys"] + 1)]
-        return _expressions(pseudo, n, cfg, rng, exclude=exclude)
+        return _expressions(numbers, n, cfg, rng, exclude=exclude)
 
     num_test = num_exprs(sizes["test"])
     num_train = num_exprs(sizes["num_math_train"], exclude=set(num_test))
