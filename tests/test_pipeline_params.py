@@ -32,9 +32,14 @@ def test_presets_compose(preset):
 
 
 def test_paper_preset_is_the_papers_setting():
-    w = compose_params(["preset=paper"])["worlds"]["kv_arithmetic"]
+    p = compose_params(["preset=paper"])
+    w = p["worlds"]["kv_arithmetic"]
     assert w["n_keys"] == 25000 and w["n_terms"] == [3, 6] and sorted(w["operators"]) == ["+", "-", "x"]
     assert w["key_length"] == [2, 6]
+    # the CPU preset's departures from the paper's protocol are undone here
+    assert (w["answer_format"], w["kv_math_format"], w["held_in_selection"]) == ("plain", "direct", "random")
+    assert w["composition_task"] == "kv_math" and w["held_in_fraction"] == 0.2
+    assert not p["compositions"]["calm"]["anchor_replay"] and not p["base_models"]["mB"]["prefix_fraction"]
 
 
 def test_unknown_preset_is_one_clear_line():
