@@ -353,16 +353,9 @@ def train_composition(name: str, params: dict) -> dict:
     connections = cfg.get("connections")
     if connections is not None:
         connections = [[tuple(c) for c in conns] for conns in connections]
-    kwargs = {}
-    if cfg.get("num_heads"):
-        kwargs["num_heads"] = cfg["num_heads"]
-    if cfg.get("rotary") is not None:
-        kwargs["rotary"] = cfg["rotary"]
-    if cfg.get("final_norm"):
-        kwargs["final_norm"] = True
-    for option in ("attention_dropout", "augmenting_dropout"):
-        if cfg.get(option):
-            kwargs[option] = float(cfg[option])
+    # the core's own options, passed through as conf/ sets them (null or absent: the core's default)
+    options = ("num_heads", "rotary", "final_norm", "attention_dropout", "augmenting_dropout")
+    kwargs = {option: cfg[option] for option in options if cfg.get(option) is not None}
     model = CALMForCausalLM.from_models(
         anchor=anchor, augmenting=augmenting, connections=connections, mode=cfg.get("mode", "iterative"), **kwargs
     )
