@@ -1,92 +1,101 @@
-"""Stage evaluate@<model>: exact-match accuracy, greedy decoding, batched, cached.
+"""Stage evaluate@<world>/<model>: one model on its world's evaluation sets, each with its metric.
 
-    python -m pipeline.evaluate <model>   -> reports/metrics/<model>.json  (DVC metrics)
-                                             reports/predictions/<model>.jsonl
+    python -m pipeline.evaluate <world>/<model>  -> reports/<world>/metrics/<model>.json      (DVC metrics)
+                                                    reports/<world>/predictions/<model>.jsonl
 
-A prediction is the generated text up to <eos>; it is correct when it equals
-the target string exactly (whitespace stripped).
+Generation is batched, left-padded and cached-KV (pipeline/generation.py), greedy unless a set asks for
+samples (`n_samples` > 1, for pass@k); scoring is pipeline/scoring.py (exact match, chrF, GSM accuracy,
+sandboxed pass@k).
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
-from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl, cli, load_params, read_jsonl, require, wandb_run
+from pipeline.cli import cli
+from pipeline.errors import PipelineError
 from pipeline.generation import generate_texts
-from pipeline.tokenizer import load_tokenizer
+from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
+from pipeline.params import load_params
+from pipeline.scoring import get_metric
+from pipeline.stages import evaluated_models, model_dir, model_spec, tokenizer_dir
+from pipeline.tracking import wandb_run
 
 
-def load_model(name: str):
-    path = require(Path("models") / name, "upstream model")
-    kind = (path / "pipeline_kind").read_text().strip() if (path / "pipeline_kind").exists() else "base"
-    if kind == "composition":
-        from pipeline.composition import CALMForCausalLM
-
-        return CALMForCausalLM.from_pretrained(str(path))
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(str(path))
+def metrics_path(world: str, name: str) -> Path:
+    return Path("reports") / world / "metrics" / f"{name}.json"
 
 
-def generate(model, tokenizer, prompts, *, max_new_tokens, batch_size, progress=True):
-    """Greedy, left-padded, cached batches through the project's one generation interface; stops at <eos>."""
-    return generate_texts(
-        model, tokenizer, prompts, max_new_tokens=max_new_tokens, stop=(), batch_size=batch_size,
-        do_sample=False, progress=progress,
-    )
+def predictions_path(world: str, name: str) -> Path:
+    return Path("reports") / world / "predictions" / f"{name}.jsonl"
 
 
-def evaluate_model(model, tokenizer, datasets: dict[str, list[dict]], *, max_new_tokens: int, batch_size: int, progress=True, cut_at: dict | None = None):
-    """-> (metrics {dataset: {accuracy, n}}, prediction rows).
-
-    cut_at {dataset: string}: the prediction is graded up to the first occurrence of that
-    string (e.g. KV-SUBS shares its prompt with a scratchpad KV-MATH, whose answer goes on
-    after the substituted expression with "=" and the value)."""
-    metrics, preds = {}, []
-    cut_at = cut_at or {}
-    for ds_name, rows in datasets.items():
+def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, progress=True):
+    """-> (metrics {set: summary}, prediction records) for rows already loaded."""
+    metrics, records = {}, []
+    for set_name, rows in sets.items():
+        scfg = ecfg["sets"][set_name] or {}
+        scorer = get_metric(scfg.get("metric", "exact_match"))
+        n_samples = int(scfg.get("n_samples", 1))
         t0 = time.time()
-        outs = generate(model, tokenizer, [r["prompt"] for r in rows], max_new_tokens=max_new_tokens, batch_size=batch_size, progress=progress)
-        correct = 0
-        for r, o in zip(rows, outs):
-            o = o.replace(tokenizer.eos_token, "").strip()
-            graded = o.split(cut_at[ds_name], 1)[0] if cut_at.get(ds_name) else o
-            ok = graded == r["target"].strip()
-            correct += ok
-            preds.append({"dataset": ds_name, "prompt": r["prompt"], "target": r["target"], "prediction": o, "graded": graded, "correct": ok})
-        metrics[ds_name] = {"accuracy": round(100.0 * correct / max(len(rows), 1), 2), "n": len(rows), "seconds": round(time.time() - t0, 1)}
-        print(f"{ds_name}: {metrics[ds_name]['accuracy']:.1f}% exact match (n={len(rows)})", file=sys.stderr)
-    return metrics, preds
+        outs = generate_texts(
+            model, tokenizer, [r["prompt"] for r in rows],
+            max_new_tokens=int(scfg.get("max_new_tokens", ecfg["max_new_tokens"])), stop=scfg.get("stop") or (),
+            batch_size=int(scfg.get("batch_size", ecfg["batch_size"])), do_sample=n_samples > 1,
+            temperature=float(scfg.get("temperature", 1.0)), num_return_sequences=n_samples, progress=progress,
+            desc=set_name,
+        )
+        outs = [[o] if n_samples == 1 else o for o in outs]
+        outs = [[o.replace(tokenizer.eos_token, "") if tokenizer.eos_token else o for o in samples] for samples in outs]
+        summary, per_row = scorer(rows, outs, scfg)
+        metrics[set_name] = {"metric": scfg.get("metric", "exact_match"), **summary, "n": len(rows),
+                             "seconds": round(time.time() - t0, 1)}
+        for r, rec in zip(rows, per_row):
+            records.append({"set": set_name, "prompt": r["prompt"], "target": r["target"], **rec})
+        print(f"{set_name}: {metrics[set_name]['score']:.1f} {metrics[set_name]['metric']} (n={len(rows)})", file=sys.stderr)
+    return metrics, records
+
+
+def evaluate(params: dict, key: str) -> dict:
+    import torch
+
+    from pipeline.tokenizer import load_tokenizer
+    from pipeline.training.kinds import load_trained_model
+    from pipeline.training.trainer import require_device, set_threads
+
+    world, name, _ = model_spec(params, key)
+    if name not in evaluated_models(params, world):
+        raise PipelineError(f"model {key} is not evaluated: no report names it and it does not say evaluate: true")
+    ecfg = params["worlds"][world]["evaluation"]
+    runtime = params.get("runtime") or {}
+    require_device(runtime)
+    set_threads(runtime)
+    tokenizer = load_tokenizer(tokenizer_dir(world))
+    model = load_trained_model(model_dir(world, name))
+    model.eval()
+    if runtime.get("device") == "cuda":
+        model.to("cuda")
+        if runtime.get("precision") == "bf16":
+            model.to(torch.bfloat16)
+    sets = {s: read_jsonl(Path("data") / world / f"{s}.jsonl") for s in ecfg["sets"]}
+    run = wandb_run(f"eval-{key}", "evaluate", {"model": key, **ecfg, "seed": params["seed"]},
+                    params.get("wandb", {}).get("project", "calm-repro"))
+    metrics, records = evaluate_sets(model, tokenizer, sets, ecfg)
+    if run is not None:
+        run.log({f"{s}/{m['metric']}": m["score"] for s, m in metrics.items()})
+        run.finish()
+    atomic_write_jsonl(predictions_path(world, name), records)
+    atomic_write_json(metrics_path(world, name), {"model": name, "world": world, "preset": params["preset"], "metrics": metrics})
+    return metrics
 
 
 @cli
 def main(argv: list[str]) -> None:
-    import torch
-
-    if len(argv) != 1:
-        raise PipelineError("usage: python -m pipeline.evaluate <model>")
-    name = argv[0]
-    params = load_params()
-    ecfg = params["evaluation"]
-    if name not in ecfg["models"]:
-        raise PipelineError(f"model {name!r} is not in evaluation.models ({', '.join(ecfg['models'])})")
-    torch.set_num_threads(int(os.environ.get("CALM_THREADS", 2)))
-    tok = load_tokenizer()
-    model = load_model(name)
-    model.eval()
-    data = {d: read_jsonl(Path("data") / ecfg["world"] / f"{d}.jsonl") for d in ecfg["datasets"]}
-    run = wandb_run(f"eval-{name}", "evaluate", {"model": name, **ecfg, "seed": params["seed"]}, params.get("wandb", {}).get("project", "calm-repro"))
-    metrics, preds = evaluate_model(
-        model, tok, data, max_new_tokens=ecfg["max_new_tokens"], batch_size=ecfg["batch_size"], cut_at=ecfg.get("cut_at") or {}
-    )
-    if run is not None:
-        run.log({f"{d}/accuracy": m["accuracy"] for d, m in metrics.items()})
-        run.finish()
-    atomic_write_jsonl(Path("reports/predictions") / f"{name}.jsonl", preds)
-    atomic_write_json(Path("reports/metrics") / f"{name}.json", {"model": name, "preset": params["preset"], "metrics": metrics})
-    print(" ".join(f"{d}={m['accuracy']}" for d, m in metrics.items()))
+    if len(argv) != 1 or "/" not in argv[0]:
+        raise PipelineError("usage: python -m pipeline.evaluate <world>/<model>")
+    metrics = evaluate(load_params(), argv[0])
+    print(" ".join(f"{s}={m['score']}" for s, m in metrics.items()))
 
 
 if __name__ == "__main__":

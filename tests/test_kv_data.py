@@ -4,13 +4,14 @@ import re
 
 import pytest
 
-from pipeline.config import PipelineError, compose_params
+from pipeline.errors import PipelineError
+from pipeline.params import compose_params
 from pipeline.worlds import kv_arithmetic as kv
 
 
 @pytest.fixture(scope="module")
 def cfg():
-    c = compose_params(["preset=micro"])["worlds"]["kv_arithmetic"]
+    c = compose_params(["preset=micro"])["worlds"]["kv_arithmetic"]["data"]
     c = dict(c, n_keys=60, operators=["+", "-", "x"], n_terms=[2, 4], key_length=[2, 6])
     c["sizes"] = dict(c["sizes"], test=50, test_held_in=20, kv_subs_train=300, num_math_train=300, composition_train=200, general_train=300)
     return c

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import PipelineError, compose_params
+from pipeline.errors import PipelineError
+from pipeline.params import compose_params, dump_params
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,23 +24,26 @@ def test_presets_compose(preset):
     p = compose_params([f"preset={preset}"])
     assert p["preset"] == preset
     w = p["worlds"]["kv_arithmetic"]
-    assert w["n_keys"] > 0 and w["operators"]
-    for name, m in p["base_models"].items():
+    assert w["data"]["n_keys"] > 0 and w["data"]["operators"]
+    for name, m in w["models"].items():
         assert m["train"]["steps"] > 0, name
     # the paper's mA is smaller than its mB: keep that ratio
-    a, b = p["base_models"]["mA"]["arch"], p["base_models"]["mB"]["arch"]
+    a, b = w["models"]["mA"]["arch"], w["models"]["mB"]["arch"]
     assert a["layers"] * a["hidden"] ** 2 < b["layers"] * b["hidden"] ** 2
 
 
 def test_paper_preset_is_the_papers_setting():
     p = compose_params(["preset=paper"])
-    w = p["worlds"]["kv_arithmetic"]
+    models = p["worlds"]["kv_arithmetic"]["models"]
+    w = p["worlds"]["kv_arithmetic"]["data"]
     assert w["n_keys"] == 25000 and w["n_terms"] == [3, 6] and sorted(w["operators"]) == ["+", "-", "x"]
     assert w["key_length"] == [2, 6]
     # the CPU preset's departures from the paper's protocol are undone here
     assert (w["answer_format"], w["kv_math_format"], w["held_in_selection"]) == ("plain", "direct", "random")
     assert w["composition_task"] == "kv_math" and w["held_in_fraction"] == 0.2
-    assert not p["compositions"]["calm"]["anchor_replay"] and not p["base_models"]["mB"]["prefix_fraction"]
+    assert not models["calm"]["anchor_replay"] and not models["mB"]["prefix_fraction"]
+    assert models["calm"]["composition"]["connections"] is None  # the paper's every-4th-layer default
+    assert p["runtime"]["device"] == "cuda" and p["runtime"]["precision"] == "bf16"
 
 
 def test_unknown_preset_is_one_clear_line():
@@ -51,21 +55,41 @@ def test_unknown_preset_is_one_clear_line():
 
 
 def test_missing_upstream_output_is_one_clear_line(tmp_path):
-    from pipeline.config import dump_params
-
     dump_params(compose_params(["preset=micro"]), tmp_path / "params.yaml")
     env = {"PYTHONPATH": str(ROOT), "CALM_PARAMS": str(tmp_path / "params.yaml"), "WANDB_MODE": "disabled", "PATH": "/usr/bin:/bin"}
-    for args in (["pipeline.train", "base", "mA"], ["pipeline.evaluate", "mA"], ["pipeline.report", "table1"]):
+    for args in (["pipeline.train", "kv_arithmetic/mA"], ["pipeline.evaluate", "kv_arithmetic/mA"], ["pipeline.report", "table1"]):
         r = subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, capture_output=True, text=True, env=env)
         assert r.returncode == 2, (args, r.stderr[-500:])
         assert r.stderr.strip().count("\n") == 0 and "missing" in r.stderr, (args, r.stderr[-500:])
 
 
 def test_impossible_sizes_cli_is_one_clear_line(tmp_path):
-    from pipeline.config import dump_params
-
-    dump_params(compose_params(["preset=micro", "worlds.kv_arithmetic.n_keys=100000"]), tmp_path / "params.yaml")
+    dump_params(compose_params(["preset=micro", "worlds.kv_arithmetic.data.n_keys=100000"]), tmp_path / "params.yaml")
     env = {"PYTHONPATH": str(ROOT), "CALM_PARAMS": str(tmp_path / "params.yaml"), "PATH": "/usr/bin:/bin"}
     r = subprocess.run([sys.executable, "-m", "pipeline.build_data", "kv_arithmetic"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "distinct strings" in r.stderr, r.stderr
     assert not (tmp_path / "data" / "kv_arithmetic").exists()
+
+
+def test_dvc_stages_are_derived_from_what_is_declared():
+    p = compose_params(["preset=micro"])
+    stages = p["dvc_stages"]
+    assert set(stages["train"]) == {f"kv_arithmetic/{m}" for m in p["worlds"]["kv_arithmetic"]["models"]}
+    # evaluated = the models a report names (vanilla is only mA's starting point)
+    assert set(stages["evaluate"]) == {"kv_arithmetic/mA", "kv_arithmetic/mB", "kv_arithmetic/calm"}
+    calm = stages["train"]["kv_arithmetic/calm"]
+    assert "models/kv_arithmetic/mB" in calm["upstream"] and "models/kv_arithmetic/mA" in calm["upstream"]
+    # a model that says evaluate: true is evaluated too, without a report naming it
+    p = compose_params(["preset=micro", "+worlds.kv_arithmetic.models.vanilla.evaluate=true"])
+    assert "kv_arithmetic/vanilla" in p["dvc_stages"]["evaluate"]
+
+
+@pytest.mark.parametrize("override,message", [
+    ("worlds.kv_arithmetic.models.calm.anchor=nope", "builds on 'nope'"),
+    ("worlds.kv_arithmetic.models.mB.kind=magic", "unknown kind 'magic'"),
+    ("reports.table1.blocks.kv_arithmetic.columns.CALM=ghost", "names kv_arithmetic/ghost"),
+])
+def test_inconsistent_declarations_fail_in_one_line(override, message):
+    with pytest.raises(PipelineError, match=message) as e:
+        compose_params(["preset=micro", override])
+    assert "\n" not in str(e.value)

@@ -1,19 +1,30 @@
-"""Worlds: each builds its datasets from its params section (`worlds.<name>`).
+"""Worlds: each is a module named by its conf entry (`worlds.<name>.module`), so a new world is a module and a
+conf/world/ entry, with no registry to edit. A world module exposes:
 
-A world module exposes `build(cfg, out_dir, seed) -> summary` and
-`vocabulary(cfg) -> list[str]` (the characters its tokenizer must know).
-Later worlds of the paper (low-resource languages, code) register here.
+    build(cfg, out_dir, seed) -> summary      writes out_dir/<split>.jsonl ({prompt, target, ...} rows) and
+                                              returns a summary (saved as summary.json)
+    vocabulary(cfg) -> list[str]              the characters a character-level tokenizer needs
+                                              (only when the world's tokenizer is `characters: true`)
+    report_lines(cfg, summary) -> list[str]   optional: world-specific lines under its report tables
+    random_prefixes(cfg, n, seed, data_dir)   optional: value-free prompt prefixes (`prefix_fraction`)
+
+`cfg` is the world's `data:` block.
 """
 from __future__ import annotations
 
 import importlib
 
-from pipeline.config import PipelineError
-
-WORLDS = {"kv_arithmetic": "pipeline.worlds.kv_arithmetic"}
+from pipeline.errors import PipelineError
 
 
-def get_world(name: str):
-    if name not in WORLDS:
-        raise PipelineError(f"unknown world {name!r}: choose one of {', '.join(WORLDS)}")
-    return importlib.import_module(WORLDS[name])
+def get_world(params: dict, name: str):
+    worlds = params.get("worlds") or {}
+    if name not in worlds:
+        raise PipelineError(f"unknown world {name!r}: params.yaml declares {', '.join(worlds) or 'none'}")
+    module = worlds[name].get("module")
+    if not module:
+        raise PipelineError(f"worlds.{name} names no `module`")
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise PipelineError(f"world {name}: cannot import its module {module!r} ({e})") from None

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl, read_jsonl
+from pipeline.errors import PipelineError
+from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 
 WORLD = "kv_arithmetic"
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
@@ -335,3 +336,27 @@ def random_prefixes(cfg: dict, n: int, seed: int, data_dir: str | Path | None = 
     if data_dir is not None:
         fake = _non_keys(fake, {r["key"] for r in read_jsonl(Path(data_dir) / "d_kv.jsonl")})
     return [_join(*e) + "=" for e in _expressions(fake, n, dict(cfg, n_keys=len(fake)), rng)]
+
+
+# ---------------------------------------------------------------- report
+
+
+def report_lines(cfg: dict, summary: dict) -> list[str]:
+    """The world's settings a reader of Table 1 needs (under the table)."""
+    lines = [
+        f"D_KV: {cfg['n_keys']} keys of {cfg['key_length'][0]}-{cfg['key_length'][1]} characters, values a permutation "
+        f"of 1..{cfg['n_keys']}; expressions of {cfg['n_terms'][0]}-{cfg['n_terms'][1]} keys over {' '.join(cfg['operators'])}",
+        f"answer format: `{cfg['answer_format']}`"
+        + (" (answer digits least-significant first)" if cfg["answer_format"] == "reversed" else "")
+        + f"; numbers `{cfg.get('number_format', 'plain')}`",
+    ]
+    if cfg.get("kv_math_format", "direct") == "scratchpad":
+        lines.append("KV-Arithmetic format: `scratchpad`: the target is the substituted expression, `=`, then the value "
+                     "(e.g. `ab+cd=` -> `12+34=64`); exact match on all of it")
+    else:
+        lines.append("KV-Arithmetic format: `direct`: the target is the value only (the paper's format)")
+    lines.append(
+        f"composition data D_C: `{cfg['composition_task']}` over the held-in {summary['n_held_in']} keys "
+        f"({100 * cfg['held_in_fraction']:.0f}%, chosen `{summary.get('held_in_selection', 'random')}`); "
+        f"KV-Arithmetic (held-out keys) uses only keys outside them")
+    return lines

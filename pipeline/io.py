@@ -1,0 +1,79 @@
+"""Files the stages write and read: atomic writes (a killed stage never leaves a file or directory that looks
+done), JSONL, upstream checks, and content fingerprints."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from pipeline.errors import PipelineError
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows))
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike):
+    """Yield a temp directory that replaces `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    path = Path(path)
+    if not path.exists():
+        raise PipelineError(f"missing upstream output {path}: run its stage first (dvc repro)")
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def require(path: str | os.PathLike, what: str = "upstream output") -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise PipelineError(f"missing {what} {path}: run its stage first (dvc repro)")
+    return path
+
+
+def fingerprint(obj: Any, files: Iterable[str | os.PathLike] = ()) -> str:
+    """Short hash of a JSON-able object plus the bytes of some files (or directories)."""
+    h = hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode())
+    for f in files:
+        f = Path(f)
+        paths = sorted(p for p in f.rglob("*") if p.is_file()) if f.is_dir() else [f]
+        for p in paths:
+            h.update(str(p.relative_to(f) if f.is_dir() else p.name).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,109 @@
+"""Metrics of a world's evaluation sets, by name (`worlds.<world>.evaluation.sets.<set>.metric`).
+
+Each scorer takes the set's rows ({prompt, target, ...}), one list of completions per row (one completion
+unless the set samples n > 1) and the set's conf, and returns (summary, one record per row). The summary's
+`score` is the figure a report shows (percent, or chrF points); other keys are extras. Rows with a `group`
+field (e.g. a language) also get per-group scores. The scorers are the real evaluators of pipeline/benchmarks:
+sacrebleu chrF, GSM answer extraction, and sandboxed execution with the unbiased pass@k.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pipeline.errors import PipelineError
+
+
+def _by_group(rows, values, reduce):
+    groups = defaultdict(list)
+    for r, v in zip(rows, values):
+        if "group" in r:
+            groups[r["group"]].append(v)
+    return {g: reduce(vs) for g, vs in sorted(groups.items())}
+
+
+def _percent(flags) -> float:
+    return round(100.0 * sum(flags) / max(len(flags), 1), 2)
+
+
+def exact_match(rows, completions, scfg):
+    """Correct when the completion (cut at the first `cut_at`, if set) equals the target, whitespace stripped.
+    `cut_at`: e.g. KV-SUBS shares its prompt with a scratchpad KV-MATH, whose answer goes on after the
+    substituted expression with "=" and the value."""
+    cut = scfg.get("cut_at")
+    records, flags = [], []
+    for r, outs in zip(rows, completions):
+        o = outs[0].strip()
+        graded = o.split(cut, 1)[0] if cut else o
+        ok = graded == r["target"].strip()
+        flags.append(ok)
+        records.append({"prediction": o, "graded": graded, "correct": ok})
+    summary = {"score": _percent(flags)}
+    if any("group" in r for r in rows):
+        summary["by_group"] = _by_group(rows, flags, _percent)
+    return summary, records
+
+
+def chrf(rows, completions, scfg):
+    """Corpus chrF (sacrebleu): `score` is chrF1 (the paper's), `chrf2` sacrebleu's default beta=2."""
+    from pipeline.benchmarks.metrics import corpus_chrf
+
+    hyps = [outs[0].strip() for outs in completions]
+    refs = [r["target"].strip() for r in rows]
+    overall = corpus_chrf(hyps, refs)
+    summary = {"score": round(overall["chrf1"], 2), "chrf2": round(overall["chrf2"], 2)}
+    if any("group" in r for r in rows):
+        pairs = list(zip(hyps, refs))
+        summary["by_group"] = _by_group(rows, pairs, lambda ps: round(corpus_chrf([h for h, _ in ps], [r for _, r in ps])["chrf1"], 2))
+    return summary, [{"prediction": h} for h in hyps]
+
+
+def gsm_accuracy(rows, completions, scfg):
+    """The final number of the completion (pipeline/benchmarks/extraction.py) equals the target's number."""
+    from pipeline.benchmarks.extraction import extract_number, numbers_match, parse_gold_number
+
+    records, flags = [], []
+    for r, outs in zip(rows, completions):
+        value = extract_number(outs[0])
+        ok = numbers_match(value, parse_gold_number(str(r["target"])))
+        flags.append(ok)
+        records.append({"prediction": outs[0], "extracted": value, "correct": ok})
+    summary = {"score": _percent(flags)}
+    if any("group" in r for r in rows):
+        summary["by_group"] = _by_group(rows, flags, _percent)
+    return summary, records
+
+
+def pass_at_k(rows, completions, scfg):
+    """Each completion appended to its prompt, then the row's `test` source, run in the sandbox; `score` is
+    pass@1 in percent (unbiased estimator over n samples), `ks` adds pass@k."""
+    from pipeline.benchmarks.metrics import mean_pass_at_k
+    from pipeline.benchmarks.sandbox import limits_from_config, run_programs
+
+    if any("test" not in r for r in rows):
+        raise PipelineError("metric pass_at_k needs a `test` field on every row")
+    jobs, owners = [], []
+    for i, (r, outs) in enumerate(zip(rows, completions)):
+        for o in outs:
+            jobs.append((r["prompt"] + o, r["test"]))
+            owners.append(i)
+    results = run_programs(jobs, limits_from_config(scfg.get("limits")), workers=int(scfg.get("workers", 2)),
+                           progress=False)
+    passed = [[] for _ in rows]
+    for owner, result in zip(owners, results):
+        passed[owner].append(bool(result.passed))
+    ks = [int(k) for k in scfg.get("ks", [1])]
+    figures = mean_pass_at_k(passed, ks)
+    summary = {"score": round(100.0 * figures.get("pass@1", 0.0), 2),
+               **{k: round(100.0 * v, 2) for k, v in figures.items()}}
+    if any("group" in r for r in rows):
+        summary["by_group"] = _by_group(rows, passed, lambda ps: round(100.0 * mean_pass_at_k(ps, [1])["pass@1"], 2))
+    return summary, [{"completions": outs, "passed": p} for outs, p in zip(completions, passed)]
+
+
+METRICS = {"exact_match": exact_match, "chrf": chrf, "gsm_accuracy": gsm_accuracy, "pass_at_k": pass_at_k}
+
+
+def get_metric(name: str):
+    if name not in METRICS:
+        raise PipelineError(f"unknown metric {name!r}: one of {', '.join(METRICS)}")
+    return METRICS[name]

@@ -1,0 +1,148 @@
+"""The pipeline's DAG, derived from what conf/ declares (never listed by hand).
+
+conf/ declares worlds (`worlds.<world>`: its data module and settings, tokenizer, models, evaluation sets) and
+reports (`reports.<table>.blocks.<world>`). DVC's `foreach` needs flat maps, so `dvc_stages` in params.yaml is
+derived from those declarations by the OmegaConf resolver `calm_dag` (registered here; DVC's Hydra integration
+finds it through `hydra_plugins/calm_pipeline`, `make params` by importing this module):
+
+    dvc_stages.data      {<world>: {module_file}}                        build_data@<world>, build_tokenizer@<world>
+    dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related}}          train@<world>/<model>
+    dvc_stages.evaluate  {<world>/<model>: {world, name}}                               evaluate@<world>/<model>
+    dvc_stages.report    {<table>: {worlds}}                                                  report@<table>
+
+A model is evaluated when a report names it or it says `evaluate: true`. DVC cannot interpolate a list into
+`deps`, so `upstream` (directories a training stage reads) and `related` (models whose params it reads) are
+padded to fixed lengths with entries the stage depends on anyway.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+
+UPSTREAM_SLOTS = 4  # the world's tokenizer + up to 3 models (an anchor and two augmenting models)
+RELATED_SLOTS = 3
+REPORT_WORLD_SLOTS = 4
+RESOLVER = "calm_dag"
+
+
+def model_dir(world: str, name: str) -> Path:
+    return Path("models") / world / name
+
+
+def tokenizer_dir(world: str) -> Path:
+    return Path("models") / world / "tokenizer"
+
+
+def upstream_models(world: str, name: str, cfg: dict, siblings) -> list[str]:
+    """The sibling models a model is built from: its init (when that names a sibling), anchor, augmenting."""
+    names = []
+    init = cfg.get("init")
+    if isinstance(init, str) and init in siblings:
+        names.append(init)
+    if cfg.get("anchor") is not None:
+        names.append(cfg["anchor"])
+    names += list(cfg.get("augmenting") or [])
+    for n in names:
+        if n not in siblings:
+            raise PipelineError(f"model {world}/{name} builds on {n!r}, which world {world} does not declare "
+                                f"(it has {', '.join(siblings)})")
+        if n == name:
+            raise PipelineError(f"model {world}/{name} builds on itself")
+    return names
+
+
+def _pad(items: list, n: int, what: str, filler) -> list:
+    if len(items) > n:
+        raise PipelineError(f"{what}: {len(items)} entries, dvc.yaml has {n} slots")
+    return items + [filler] * (n - len(items))
+
+
+def _module_file(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise PipelineError(f"world module {module!r} cannot be imported")
+    origin = Path(spec.origin).resolve()
+    try:
+        return str(origin.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(origin)
+
+
+def evaluated_models(params: dict, world: str) -> list[str]:
+    """The models of a world that some report names, or that say `evaluate: true`, in declaration order."""
+    models = params["worlds"][world].get("models") or {}
+    named = set()
+    for table in (params.get("reports") or {}).values():
+        block = (table.get("blocks") or {}).get(world)
+        if block:
+            named.update((block.get("columns") or {}).values())
+    return [m for m, cfg in models.items() if (m in named and cfg.get("evaluate", True)) or cfg.get("evaluate") is True]
+
+
+def derive(params: dict) -> dict:
+    """dvc_stages from the declared worlds and reports; raises PipelineError on an inconsistent declaration."""
+    from pipeline.training.kinds import KINDS
+
+    worlds = params.get("worlds") or {}
+    data, train, evaluate, report = {}, {}, {}, {}
+    for world, wcfg in worlds.items():
+        if not isinstance(wcfg, dict) or "module" not in wcfg:
+            raise PipelineError(f"worlds.{world} has no `module`: is conf/world/{world}.yaml selected (world=[...])?")
+        data[world] = {"module_file": _module_file(wcfg["module"])}
+        models = wcfg.get("models") or {}
+        for name, mcfg in models.items():
+            kind = mcfg.get("kind")
+            if kind not in KINDS:
+                raise PipelineError(f"model {world}/{name}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
+            ups = upstream_models(world, name, mcfg, models)
+            train[f"{world}/{name}"] = {
+                "world": world, "name": name, "kind": kind,
+                "upstream": _pad([str(tokenizer_dir(world))] + [str(model_dir(world, u)) for u in ups],
+                                 UPSTREAM_SLOTS, f"model {world}/{name} upstream", str(tokenizer_dir(world))),
+                "related": _pad(ups, RELATED_SLOTS, f"model {world}/{name} upstream", name),
+            }
+        for name in evaluated_models(params, world):
+            evaluate[f"{world}/{name}"] = {"world": world, "name": name}
+    for table, tcfg in (params.get("reports") or {}).items():
+        blocks = tcfg.get("blocks") or {}
+        for world, block in blocks.items():
+            if world not in worlds:
+                raise PipelineError(f"reports.{table} has a block for world {world!r}, which is not selected")
+            for title, name in (block.get("columns") or {}).items():
+                if name not in (worlds[world].get("models") or {}):
+                    raise PipelineError(f"reports.{table}: column {title!r} names {world}/{name}, which is not declared")
+        if blocks:
+            names = list(blocks)
+            report[table] = {"worlds": _pad(names, REPORT_WORLD_SLOTS, f"reports.{table} worlds", names[0])}
+    return {"data": data, "train": train, "evaluate": evaluate, "report": report}
+
+
+def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
+    """`<world>/<model>` -> (world, model, its conf block), or one clear line naming what is declared."""
+    world, _, name = key.partition("/")
+    worlds = params.get("worlds") or {}
+    if world not in worlds:
+        raise PipelineError(f"unknown world {world!r} in {key!r}: params.yaml declares {', '.join(worlds) or 'none'}")
+    models = worlds[world].get("models") or {}
+    if name not in models:
+        raise PipelineError(f"unknown model {key!r}: world {world} declares {', '.join(models) or 'none'}")
+    return world, name, models[name]
+
+
+def _resolve_dag(*, _root_) -> dict:
+    from omegaconf import OmegaConf
+
+    plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports") if k in _root_}
+    return derive(plain)
+
+
+def register_resolver() -> None:
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, _resolve_dag)
+
+
+register_resolver()

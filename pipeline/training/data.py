@@ -1,0 +1,146 @@
+"""Training data: a world's prompt/target rows -> a tokenised `datasets.Dataset`, cached on disk.
+
+Labels are -100 on the prompt (loss on the answer only); a row with an empty prompt is plain text (loss on
+every token but <bos>). Tokenising is `datasets.map` (batched) into an Arrow file keyed by the rows, the
+tokenizer and the options, so a rerun of a stage (a resume, a new learning rate) does not tokenise again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.io import read_jsonl
+
+CACHE = Path("models/.cache/tokenized")  # not a DVC output; .dvcignore'd, gitignored via /models/*
+
+
+def world_rows(world: str, stems: list[str]) -> list[dict]:
+    return [r for s in stems for r in read_jsonl(Path("data") / world / f"{s}.jsonl")]
+
+
+def data_stems(cfg: dict) -> list[str]:
+    data = cfg.get("data")
+    if not data:
+        raise PipelineError("a trained model needs `data`: the world's split(s) it trains on")
+    return data if isinstance(data, list) else [data]
+
+
+def _tokenize_batch(batch: dict, tokenizer, loss_until: str | None) -> dict:
+    eos = tokenizer.eos_token_id
+    prompts = tokenizer(batch["prompt"])["input_ids"]  # with <bos>
+    targets = tokenizer(batch["target"], add_special_tokens=False)["input_ids"]
+    out = {"input_ids": [], "labels": [], "n_prompt": []}
+    for prompt_text, target_text, p, t in zip(batch["prompt"], batch["target"], prompts, targets):
+        ids = p + t + [eos]
+        n_prompt = len(p) if prompt_text else 1  # plain text: predict all but <bos>
+        labels = [-100] * n_prompt + ids[n_prompt:]
+        if loss_until and loss_until in target_text:
+            head = target_text[: target_text.index(loss_until) + len(loss_until)]
+            n_head = len(tokenizer(head, add_special_tokens=False)["input_ids"])
+            labels = labels[: len(p) + n_head] + [-100] * (len(ids) - len(p) - n_head)
+        out["input_ids"].append(ids)
+        out["labels"].append(labels)
+        out["n_prompt"].append(len(p))
+    return out
+
+
+def _tokenizer_digest(tokenizer) -> str:
+    return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode() if hasattr(tokenizer, "backend_tokenizer")
+                          else repr(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
+
+
+def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = None, cache: Path | None = CACHE):
+    """prompt/target rows -> Dataset(input_ids, labels, n_prompt); same rows, same order.
+
+    loss_until: if set, the loss covers each target only up to and including the first occurrence of this
+    string (rows without it keep their whole target): e.g. "=" trains a scratchpad target "12+34=64" on "12+34="."""
+    import functools
+
+    from datasets import Dataset
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
+    if not rows:
+        raise PipelineError("no training rows: the world's split is empty")
+    digest = hashlib.sha256()
+    for r in rows:
+        digest.update(json.dumps([r["prompt"], r["target"]]).encode())
+    key = hashlib.sha256(f"{digest.hexdigest()}|{_tokenizer_digest(tokenizer)}|{loss_until}".encode()).hexdigest()[:20]
+    ds = Dataset.from_dict({"prompt": [r["prompt"] for r in rows], "target": [r["target"] for r in rows]})
+    kwargs = {}
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        kwargs = {"cache_file_name": str(cache / f"{key}.arrow"), "load_from_cache_file": True}
+    return ds.map(functools.partial(_tokenize_batch, tokenizer=tokenizer, loss_until=loss_until), batched=True,
+                  batch_size=1000, remove_columns=["prompt", "target"], new_fingerprint=key, **kwargs)
+
+
+class Collator:
+    """Right-pads input_ids/labels; with `augmenting_prompt` also passes the prompt alone (left-aligned) as
+    augmenting_input_ids, for encoder-mode compositions. (transformers' DataCollatorForSeq2Seq pads on the
+    tokenizer's side, which is the left for generation: that would shift absolute positions in training.)"""
+
+    def __init__(self, pad_id: int, augmenting_prompt: bool = False):
+        self.pad_id = pad_id
+        self.augmenting_prompt = augmenting_prompt
+
+    def __call__(self, batch):
+        import torch
+
+        n = max(len(b["input_ids"]) for b in batch)
+        ids = torch.full((len(batch), n), self.pad_id, dtype=torch.long)
+        labels = torch.full((len(batch), n), -100, dtype=torch.long)
+        mask = torch.zeros((len(batch), n), dtype=torch.long)
+        for i, b in enumerate(batch):
+            L = len(b["input_ids"])
+            ids[i, :L] = torch.tensor(b["input_ids"])
+            labels[i, :L] = torch.tensor(b["labels"])
+            mask[i, :L] = 1
+        out = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+        if self.augmenting_prompt:
+            m = max(b["n_prompt"] for b in batch)
+            aids = torch.full((len(batch), m), self.pad_id, dtype=torch.long)
+            amask = torch.zeros((len(batch), m), dtype=torch.long)
+            for i, b in enumerate(batch):
+                L = b["n_prompt"]
+                aids[i, m - L :] = torch.tensor(b["input_ids"][:L])
+                amask[i, m - L :] = 1
+            out["augmenting_input_ids"] = aids
+            out["augmenting_attention_mask"] = amask
+        return out
+
+
+def training_rows(params: dict, world: str, name: str) -> list[dict]:
+    """The prompt/target rows model <name> trains on, prefixes included (see prefix_fraction)."""
+    from pipeline.worlds import get_world
+
+    cfg = params["worlds"][world]["models"][name]
+    rows = world_rows(world, data_stems(cfg))
+    frac = float(cfg.get("prefix_fraction") or 0.0)
+    if frac > 0:  # shift a fraction of the prompts behind a value-free prefix the world provides
+        module = get_world(params, world)
+        if not hasattr(module, "random_prefixes"):
+            raise PipelineError(f"model {world}/{name}: prefix_fraction needs the world module to define random_prefixes")
+        k = int(round(frac * len(rows)))
+        prefixes = module.random_prefixes(params["worlds"][world]["data"], k, params["seed"] + 1, Path("data") / world)
+        rows = [dict(r, prompt=p + r["prompt"]) for r, p in zip(rows[:k], prefixes)] + rows[k:]
+    return rows
+
+
+def anchor_replay_rows(params: dict, world: str, cfg: dict, n_composition_rows: int) -> list[dict]:
+    """Rows of the anchor's own training data mixed into D_C (`anchor_replay`: their fraction of the mix).
+
+    They show the composition positions where mA has nothing to add (the anchor's own task), which keeps the
+    anchor's skill intact (paper Table 1: CALM keeps mB's NUM-MATH). Seeded: same seed, same rows."""
+    frac = float(cfg.get("anchor_replay") or 0.0)
+    if frac <= 0:
+        return []
+    if frac >= 1:
+        raise PipelineError(f"anchor_replay must be in [0, 1), got {frac}")
+    pool = training_rows(params, world, cfg["anchor"])
+    k = int(round(frac / (1 - frac) * n_composition_rows))
+    rng = random.Random(params["seed"] + 2)
+    return [pool[rng.randrange(len(pool))] for _ in range(k)]

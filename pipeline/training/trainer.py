@@ -1,0 +1,168 @@
+"""One Trainer path for every kind: TrainingArguments from a recipe (conf/training) and the runtime
+(conf/runtime: device, precision, threads), resumable from the newest *complete* checkpoint."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.tracking import wandb_enabled
+
+DEVICES = ("cpu", "cuda")
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+def check_runtime(runtime: dict) -> None:
+    device, precision = runtime.get("device", "cpu"), runtime.get("precision", "fp32")
+    if device not in DEVICES:
+        raise PipelineError(f"runtime.device must be one of {', '.join(DEVICES)}, not {device!r}")
+    if precision not in PRECISIONS:
+        raise PipelineError(f"runtime.precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if device == "cpu" and precision != "fp32":
+        raise PipelineError(f"runtime.precision {precision} needs runtime.device cuda (this runtime trains on the CPU in fp32)")
+
+
+def require_device(runtime: dict) -> None:
+    """Fail in one line when the runtime asks for a GPU this machine does not have."""
+    import torch
+
+    if runtime.get("device", "cpu") == "cuda" and not torch.cuda.is_available():
+        raise PipelineError("runtime.device is cuda but torch sees no GPU here: compose with runtime=cpu")
+
+
+def set_threads(runtime: dict) -> None:
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("CALM_THREADS", runtime.get("threads", 2))))
+
+
+def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, run_name: str, report_to) -> dict:
+    """The TrainingArguments keywords for a recipe on a runtime (a plain dict, so tests can read it)."""
+    check_runtime(runtime)
+    steps = int(tcfg["steps"])
+    return dict(
+        output_dir=output_dir,
+        max_steps=steps,
+        per_device_train_batch_size=tcfg["batch_size"],
+        learning_rate=tcfg["lr"],
+        weight_decay=tcfg.get("weight_decay", 0.0),
+        warmup_steps=int(tcfg.get("warmup_ratio", 0.05) * steps),
+        lr_scheduler_type=tcfg.get("scheduler", "cosine"),
+        adam_beta2=tcfg.get("adam_beta2", 0.99),
+        max_grad_norm=tcfg.get("max_grad_norm", 1.0),
+        logging_steps=tcfg.get("logging_steps", 50),
+        save_strategy="steps",
+        save_steps=tcfg.get("save_steps", 250),
+        save_total_limit=2,
+        seed=seed,
+        data_seed=seed,
+        report_to=report_to,
+        run_name=run_name,
+        use_cpu=runtime.get("device", "cpu") == "cpu",
+        bf16=runtime.get("precision") == "bf16",
+        fp16=runtime.get("precision") == "fp16",
+        dataloader_num_workers=int(runtime.get("dataloader_workers", 0)),
+        remove_unused_columns=False,
+        disable_tqdm=False,
+    )
+
+
+def _complete(checkpoint: Path) -> bool:
+    """A checkpoint is complete once its trainer_state.json (Trainer writes it last) parses and names its step."""
+    try:
+        state = json.loads((checkpoint / "trainer_state.json").read_text())
+        return int(state["global_step"]) == int(checkpoint.name.split("-")[1])
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def last_complete_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint-N in run_dir; incomplete ones (a kill while Trainer wrote them) are
+    removed, so neither the resume nor Trainer's checkpoint rotation ever reads them."""
+    if not run_dir.is_dir():
+        return None
+    checkpoints = sorted(
+        (p for p in run_dir.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[1].isdigit()),
+        key=lambda p: int(p.name.split("-")[1]), reverse=True,
+    )
+    for checkpoint in checkpoints:
+        if _complete(checkpoint):
+            return checkpoint
+        print(f"removing incomplete {checkpoint}", file=sys.stderr)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    return None
+
+
+def _progress_callback():
+    from transformers.trainer_callback import ProgressCallback
+
+    class LossProgress(ProgressCallback):
+        """tqdm bar with ETA and the latest loss / learning rate in its postfix."""
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if state.is_world_process_zero and self.training_bar is not None and logs:
+                post = {k: f"{v:.4g}" for k, v in logs.items() if k in ("loss", "learning_rate", "grad_norm")}
+                if post:
+                    self.training_bar.set_postfix(post, refresh=False)
+                    return
+            return super().on_log(args, state, control, logs=logs, **kw)
+
+    return ProgressCallback, LossProgress
+
+
+def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, run_dir: Path, run_name: str,
+                wandb_cfg: dict, extra_config: dict):
+    """Train (resuming from run_dir's newest complete checkpoint) -> (trainer, info)."""
+    from transformers import Trainer, TrainingArguments
+
+    use_wandb = wandb_enabled()
+    if use_wandb:
+        os.environ.setdefault("WANDB_PROJECT", wandb_cfg.get("project", "calm-repro"))
+    set_threads(runtime)
+    args = TrainingArguments(**trainer_arguments(
+        tcfg, runtime, seed=seed, output_dir=str(run_dir), run_name=run_name,
+        report_to=["wandb"] if use_wandb else "none"))
+    trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator)
+    Base, Mine = _progress_callback()
+    trainer.remove_callback(Base)
+    trainer.add_callback(Mine)
+    if use_wandb:
+        import wandb
+
+        if wandb.run is None:
+            wandb.init(project=os.environ["WANDB_PROJECT"], name=run_name, group=wandb_cfg.get("group"),
+                       config=extra_config, reinit="finish_previous")
+        else:
+            wandb.config.update(extra_config, allow_val_change=True)
+    last = last_complete_checkpoint(run_dir)
+    if last:
+        print(f"resuming from {last}", file=sys.stderr)
+    t0 = time.time()
+    if last and int(last.name.split("-")[1]) >= args.max_steps:
+        # killed after its last checkpoint: Trainer.train would "resume" into one step past max_steps
+        from transformers.trainer_callback import TrainerState
+
+        trainer._load_from_checkpoint(str(last))
+        trainer.state = TrainerState.load_from_json(str(last / "trainer_state.json"))
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        training_loss = next((h["train_loss"] for h in trainer.state.log_history if "train_loss" in h),
+                             sum(losses) / len(losses) if losses else None)
+    else:
+        training_loss = trainer.train(resume_from_checkpoint=str(last) if last else None).training_loss
+    history = [h for h in trainer.state.log_history if "loss" in h]
+    if use_wandb:
+        import wandb
+
+        wandb.finish()
+    return trainer, {
+        "train_loss": training_loss,
+        "final_logged_loss": history[-1]["loss"] if history else None,
+        "steps": trainer.state.global_step,
+        "seconds_this_run": round(time.time() - t0, 1),
+        "resumed_from": str(last) if last else None,
+        "loss_history": [(h["step"], h["loss"]) for h in history],
+    }
