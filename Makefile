@@ -20,7 +20,7 @@ test: setup
 	$(PY) -m pytest -q tests
 
 bench: setup
-	$(PY) benchmarks/bench_composition.py
+	$(PY) speed/bench_composition.py
 
 # ---- pipeline (issue 3): DVC stages in dvc.yaml, values from params.yaml (composed from conf/)
 # `make params` recomposes params.yaml from conf/ (e.g. `make params OVERRIDES="preset=micro"`);

@@ -5,7 +5,7 @@ SmolLM2-135M-Instruct (the GGUF file shipped inside the PyPI package `llm-smollm
 end to end: loading, prompting, batched generation, extraction, sandboxed execution,
 metrics and the files they are written to. Prints the figures and the wall time.
 
-  .venv/bin/python scripts/bench_real_model.py [--data-root ../shared/benchmarks]
+  .venv/bin/python speed/bench_real_model.py [--data-root ../shared/benchmarks]
       [--output-dir reports/benchmarks/smollm2] [--threads 1] [--limit-scale 1.0]
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ composition, so weight gradients are not counted to the baseline's cost), and mA
 layer as the composition's mA. Each figure is the median of several repeats, interleaved so that a load on the
 machine from other processes hits the composition and its baseline alike.
 
-    python benchmarks/bench_composition.py [--quick]
+    python speed/bench_composition.py [--quick]
 """
 
 from __future__ import annotations
