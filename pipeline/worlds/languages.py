@@ -1,0 +1,669 @@
+"""World II: low-resource languages (paper §4.2, Tables 2-3, Figure 2), the data side.
+
+The paper composes PaLM2-S (mB) with PaLM2-XXS trained on an internal corpus of low-resource languages
+(NTL).  Neither exists here, so the knowledge mB lacks and mA has is built: synthetic languages, each a
+fixed, seeded, reversible transform of real English (pipeline/worlds/synthetic_languages.py: a lexicon of
+pseudo-words spelled with a real language's UDHR letter statistics, a spelling rule for every other word,
+article/case suffixes and possessor-first order in "far" languages; names and numbers kept).  A language
+is named `syn-<iso639-3 of the statistics' source>`: it is not that language.  This is Table 1's mechanism
+(knowledge only mA has) on the content of the real benchmarks: FLORES-200 devtest English sentences and
+GSM8K test numbers.
+
+Languages (cfg `languages`): low-resource (LRL) ones appear only in mA's data, high-resource (HRL) ones
+only in mB's; "near" ones are mostly English spelled differently, "far" ones add a larger lexicon,
+inflection affixes and word-order changes.  English itself ("en") is an HRL for the math task.
+
+English prose (the only real text to train on; no English corpus ships with a fresh machine):
+  - GSM8K *train* question sentences (cfg benchmarks_dir/gsm8k/train.jsonl): everyday narrative English;
+  - optionally (`english.python_docstrings`) sentences of the docstrings of this interpreter's standard
+    library (on every machine with Python; they change with the Python version, so the summary records
+    the version and a hash of the sentences).
+  Sentences are printable ASCII without "=", "<", ">" (the task formats' own characters), min_chars to
+  max_chars long.  Dropped: any sentence equal (letters and digits, lowercased) to a FLORES devtest sentence
+  or sharing a `near_copy_ngram`-word n-gram with one (near copies), and any equal to a sentence of a
+  GSM8K test question or sharing such an n-gram with one.  The lexicon of every language is the K most
+  frequent lowercase words of the GSM8K train questions (stable across Python versions).
+
+Formats (the instruction formats the tiny models are trained on; the paper's 5-shot prompts need models
+that can read few-shot prompts, ours cannot):
+  translation XX->En   prompt "<syn-lij> {sentence in syn-lij} = "    target: the English sentence
+  math in language XX  prompt "<syn-lij> Q: {question in syn-lij} A: " target: the number
+  plain text rows      prompt ""  target: the text (loss on every token)
+
+Splits written by build() (JSONL, `group` = language code on rows that belong to one language):
+  english_train            English prose, plain text: the vanilla checkpoint's data, and part of mB's.
+  hrl_translation_train    HRL->En translation rows: mB.
+  hrl_math_train           math in each HRL and in English ("en"): mB.
+  lrl_monolingual_train    "<syn-xx> {sentence}" plain text: mA (the NTL analogue's monolingual part).
+  lrl_bitext_train         "<syn-xx> {xx} = {en}" and "<en> {en} = <syn-xx> {xx}" plain text: mA's bitext.
+  composition_train        D_C: `composition.fraction` (paper: ~5%) of mA's LRL rows per language, drawn
+                           from mA's own sentences, as translation task rows (`composition.task_fraction`;
+                           the rest plain LRL text); `composition.math_fraction` adds LRL math rows (the
+                           paper's D_C has none: default 0).
+  translation_dev          LRL and HRL -> En on held-out English sentences (in no training split).
+  math_dev                 math in every language on held-out GSM8K *train* expressions.
+  flores_lrl_test          FLORES devtest English sentences rendered into each LRL -> the real English
+                           sentence (metric: chrF, pipeline.benchmarks.metrics.corpus_chrf).
+  flores_hrl_test          the same for the HRLs.
+  math_lrl_test            GSM8K-test-derived problems asked in each LRL (metric: accuracy through
+                           pipeline.benchmarks.extraction).
+  math_hrl_test            the same in each HRL and in English.
+
+Evaluation subsample (CPU): FLORES sentences of printable ASCII (54 of 1012 have other characters) and at
+most `flores.max_chars` characters (1012 sentences: median 124 characters; 269 are <= 100), of which
+`flores.per_language` drawn with `eval_seed`; the same sentences in every language, so languages compare.
+
+Math task: GSM8K is too hard for tiny character-level models, so each problem is derived from one
+calculator annotation of a real GSM8K solution, `<<a op b=c>>` with op in `math.ops` and operands up to
+`math.max_operand`, asked as a one-step templated word problem (names kept, numbers as in GSM8K); the
+target is c.  Test problems come from GSM8K *test* solutions (at most one per problem), training and dev
+problems from GSM8K *train* solutions, never with an (a, op, b) that any qualifying test annotation has.
+
+Everything is drawn from seeded generators: the languages from `language_seed` (so data seeds vary the
+samples, not the languages), the evaluation sets from `eval_seed`, the training samples from `seed`.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import sys
+import sysconfig
+import zlib
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl
+from pipeline.worlds.synthetic_languages import (Language, build_language, language_stats, render,
+                                                 unrender)
+
+WORLD = "languages"
+PRINTABLE = "".join(chr(c) for c in range(32, 127))
+FORMAT_CHARS = set("=<>")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_WORD = re.compile(r"[a-z]+")
+_ANNOTATION = re.compile(r"<<([^<>=]*)=([^<>]*)>>")
+
+NAMES = ["Tom", "Anna", "Maria", "James", "Lisa", "Omar", "Mei", "Carlos", "Sara", "John", "Aisha", "Ben",
+         "Emma", "Ravi", "Kofi", "Nina", "Leo", "Yuki", "Ali", "Rosa", "Sam", "Ivan", "Zoe", "Max"]
+OBJECTS = ["apples", "books", "pencils", "cookies", "marbles", "stickers", "eggs", "cards", "toys", "flowers",
+           "shells", "coins", "oranges", "candles", "stamps", "balloons", "cupcakes", "bottles", "rocks",
+           "tickets"]
+# one-step word problems; a, b are the annotation's operands in its order, the answer is a op b
+TEMPLATES = {
+    "+": ["There are {a} {o} in a box and {n} puts in {b} more. How many {o} are in the box now?",
+          "At the market {n} buys {a} {o} and then {b} more. How many {o} did {n} buy?",
+          "In the morning {n} finds {a} {o} and in the evening {b} more. How many {o} does {n} find in all?"],
+    "-": ["There are {a} {o} on the table and {n} takes {b} of them. How many {o} are left?",
+          "Last week {n} had {a} {o} and gave {b} to a friend. How many {o} does {n} have now?",
+          "A shop has {a} {o} and sells {b} of them. How many {o} does the shop have left?"],
+    "*": ["There are {a} bags with {b} {o} in each bag. How many {o} are there in total?",
+          "Each day {n} gets {b} {o}. How many {o} does {n} get in {a} days?"],
+    "/": ["There are {a} {o} shared equally by {b} friends. How many {o} does each friend get?",
+          "A teacher puts {a} {o} into {b} equal groups. How many {o} are in each group?"],
+}
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _benchmarks(cfg: dict) -> dict:
+    root = Path(os.path.expanduser(str(cfg["benchmarks_dir"])))
+    paths = {"flores": root / "flores200" / "devtest" / "eng_Latn.devtest",
+             "gsm8k_train": root / "gsm8k" / "train.jsonl", "gsm8k_test": root / "gsm8k" / "test.jsonl"}
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        raise PipelineError(f"languages world: benchmark data missing: {', '.join(missing)} (set benchmarks_dir, "
+                            f"now {cfg['benchmarks_dir']!r}; FLORES-200 devtest and GSM8K are read there, never "
+                            f"copied into the repository)")
+    return paths
+
+
+def _read_lines(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    return lines[:-1] if text.endswith("\n") else lines
+
+
+def _read_gsm(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def normalise(s: str) -> str:
+    """Letters and digits, lowercased, single-spaced: what near-copy checks compare."""
+    return " ".join(re.findall(r"[a-z0-9]+", s.lower()))
+
+
+def ngrams(s: str, n: int) -> set:
+    w = normalise(s).split()
+    return {" ".join(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+def _clean(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _sentence_ok(s: str, lo: int, hi: int) -> bool:
+    return lo <= len(s) <= hi and all(32 <= ord(c) < 127 for c in s) and not (set(s) & FORMAT_CHARS) \
+        and any(c.isalpha() for c in s)
+
+
+def gsm_question_sentences(rows: list[dict]) -> list[str]:
+    return [s for doc in gsm_question_documents(rows) for s in doc]
+
+
+def gsm_question_documents(rows: list[dict]) -> list[list[str]]:
+    """Each GSM8K question as its list of sentences."""
+    return [[_clean(s) for s in _SENTENCE_SPLIT.split(r["question"].strip()) if s.strip()] for r in rows]
+
+
+def _units(documents: list[list[str]], pairs: bool) -> list[str]:
+    """Training units: every sentence, and (with pairs) every two consecutive sentences of a document."""
+    out = []
+    for doc in documents:
+        out += doc
+        if pairs:
+            out += [a + " " + b for a, b in zip(doc, doc[1:])]
+    return out
+
+
+_DOC_BAD = re.compile(r"[_=<>{}\[\]`*|\\@#%^~]")
+
+
+@lru_cache(maxsize=1)
+def python_docstring_documents() -> tuple[tuple[str, ...], ...]:
+    """Prose sentences of the docstrings of this interpreter's standard library (no tests, no idlelib),
+    grouped by docstring paragraph."""
+    root = sysconfig.get_paths()["stdlib"]
+    skip = {"test", "tests", "idlelib", "site-packages", "lib2to3", "__pycache__", "turtledemo", "ensurepip"}
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in skip and not d.startswith("config-"))
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
+                continue
+            try:
+                tree = ast.parse(Path(dirpath, name).read_text(encoding="utf-8"))
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    doc = ast.get_docstring(node)
+                    if doc:
+                        out.extend(_doc_paragraphs(doc))
+    return tuple(out)
+
+
+def _doc_paragraphs(doc: str):
+    for para in re.split(r"\n\s*\n", doc):
+        lines = [line.strip() for line in para.splitlines()]
+        if any(line.startswith((">>>", "...", "-", "*", "+", "|")) for line in lines):
+            continue
+        sentences = []
+        for s in _SENTENCE_SPLIT.split(" ".join(line for line in lines if line)):
+            s = _clean(s)
+            if (s and s[0].isupper() and s[-1] in ".!?" and not _DOC_BAD.search(s) and "()" not in s
+                    and sum(c.isalpha() or c == " " for c in s) >= 0.9 * len(s)):
+                sentences.append(s)
+            elif sentences:  # a dropped sentence breaks the run: pairs are consecutive in the text
+                yield tuple(sentences)
+                sentences = []
+        if sentences:
+            yield tuple(sentences)
+
+
+@lru_cache(maxsize=4)
+def _english_cached(cfg_json: str) -> dict:
+    cfg = json.loads(cfg_json)
+    paths = _benchmarks(cfg)
+    e = cfg["english"]
+    lo, hi, n = int(e["min_chars"]), int(e["max_chars"]), int(e["near_copy_ngram"])
+    flores = _read_lines(paths["flores"])
+    gsm_train = _read_gsm(paths["gsm8k_train"])
+    gsm_test = _read_gsm(paths["gsm8k_test"])
+    sources: dict[str, list[str]] = {}
+    pairs = bool(e.get("pairs", True))
+    if e.get("gsm8k_train_questions", True):
+        sources["gsm8k_train_questions"] = _units(gsm_question_documents(gsm_train), pairs)
+    if e.get("python_docstrings", False):
+        sources["python_docstrings"] = _units([list(d) for d in python_docstring_documents()], pairs)
+    if not sources:
+        raise PipelineError("languages world: english names no source (gsm8k_train_questions, python_docstrings)")
+    flores_norm = {normalise(s) for s in flores}
+    flores_grams = set().union(*(ngrams(s, n) for s in flores))
+    test_sentences = gsm_question_sentences(gsm_test)
+    test_norm = {normalise(s) for s in test_sentences}
+    test_grams = set().union(*(ngrams(s, n) for s in test_sentences))
+    seen, pool = set(), []
+    excluded = Counter({"length_or_characters": 0, "duplicate": 0, "flores_devtest_near_copy": 0,
+                        "gsm8k_test_near_copy": 0})
+    per_source = {}
+    for name, sentences in sources.items():
+        kept = 0
+        for s in sentences:
+            if not _sentence_ok(s, lo, hi):
+                excluded["length_or_characters"] += 1
+                continue
+            if s in seen:
+                excluded["duplicate"] += 1
+                continue
+            seen.add(s)
+            ns, grams = normalise(s), ngrams(s, n)
+            if ns in flores_norm or grams & flores_grams:
+                excluded["flores_devtest_near_copy"] += 1
+                continue
+            if ns in test_norm or grams & test_grams:
+                excluded["gsm8k_test_near_copy"] += 1
+                continue
+            pool.append(s)
+            kept += 1
+        per_source[name] = {"units": len(sentences), "kept": kept}
+    counts = Counter(w for s in gsm_question_sentences(gsm_train) for w in _WORD.findall(s))
+    lexicon_words = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    avoid = set(counts) | {w.lower() for s in flores for w in re.findall(r"[A-Za-z]+", s)}
+    info = {"sources": per_source, "pool_units": len(pool), "pool_chars": sum(map(len, pool)),
+            "unit": "a sentence, or two consecutive sentences" if pairs else "a sentence",
+            "excluded": dict(sorted(excluded.items())), "near_copy_ngram": n}
+    if "python_docstrings" in sources:
+        info["python_version"] = sys.version.split()[0]
+        info["python_docstrings_sha256"] = hashlib.sha256(
+            "\n".join(sources["python_docstrings"]).encode()).hexdigest()
+    return {"pool": pool, "lexicon_words": lexicon_words, "avoid": avoid, "info": info, "flores": flores,
+            "gsm_train": gsm_train, "gsm_test": gsm_test}
+
+
+def _inputs(cfg: dict) -> dict:
+    keys = ("benchmarks_dir", "english")
+    return _english_cached(json.dumps({k: cfg[k] for k in keys}, sort_keys=True))
+
+
+# ---------------------------------------------------------------- languages
+
+
+def language_table(cfg: dict) -> list[tuple[str, str, str]]:
+    """(source, resource, kind) for every synthetic language of cfg, LRLs first."""
+    out, seen = [], set()
+    for resource in ("lrl", "hrl"):
+        for source, kind in (cfg["languages"].get(resource) or {}).items():
+            if source in seen:
+                raise PipelineError(f"language {source} is listed twice (a language is LRL or HRL, not both)")
+            seen.add(source)
+            out.append((source, resource, kind))
+    return out
+
+
+def make_languages(cfg: dict) -> dict[str, Language]:
+    """code -> Language for every language of cfg (LRLs first), seeded by cfg['language_seed']."""
+    return _make_languages_cached(json.dumps(cfg))  # key order kept: it is the languages' order
+
+
+@lru_cache(maxsize=4)
+def _make_languages_cached(cfg_json: str) -> dict[str, Language]:
+    cfg = json.loads(cfg_json)
+    inputs = _inputs(cfg)
+    settings = cfg["grammar"] | {"lexicon_size": cfg["lexicon_size"]}
+    out = {}
+    for source, resource, kind in language_table(cfg):
+        lang = build_language(source, resource, kind, language_stats(source), inputs["lexicon_words"],
+                              inputs["avoid"], settings, int(cfg["language_seed"]))
+        out[lang.code] = lang
+    return out
+
+
+def vocabulary(cfg: dict) -> list[str]:
+    """Every character the world writes: printable ASCII (English, numbers, the formats) and the letters of
+    every language's source statistics, with their capitals (a superset: some letters go unused)."""
+    seen = dict.fromkeys(PRINTABLE)
+    for source, _, _ in language_table(cfg):
+        stats = language_stats(source)
+        for c in stats["letters"]:
+            seen.setdefault(c)
+            if stats["cased"]:
+                seen.setdefault(c.upper())
+    return list(seen)
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def translation_prompt(code: str, text: str) -> str:
+    return f"<{code}> {text} = "
+
+
+def math_prompt(code: str, question: str) -> str:
+    return f"<{code}> Q: {question} A: "
+
+
+def _number(v: float) -> int:
+    return int(round(v))
+
+
+def math_items(rows: list[dict], cfg: dict, first_only: bool = True) -> list[dict]:
+    """Qualifying calculator annotations of GSM8K solutions, {index, a, op, b, value}: the first of each
+    problem (first_only), or all of them."""
+    m = cfg["math"]
+    ops, hi = set(m["ops"]), int(m["max_operand"])
+    if not ops or ops - set("+-*/"):
+        raise PipelineError(f"math.ops must be a non-empty subset of + - * /, got {m['ops']}")
+    items = []
+    for index, row in enumerate(rows):
+        for expr, result in _ANNOTATION.findall(row["answer"]):
+            mt = re.fullmatch(r"(\d+)([-+*/])(\d+)", expr.strip())
+            if not mt or mt[2] not in ops:
+                continue
+            a, op, b = int(mt[1]), mt[2], int(mt[3])
+            if not (1 <= a <= hi and 1 <= b <= hi):
+                continue
+            value = {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else -1}[op]
+            try:
+                stated = float(result.strip().replace(",", ""))
+            except ValueError:
+                continue
+            if value < 0 or value != int(value) or abs(stated - value) > 1e-9:
+                continue
+            items.append({"index": index, "a": a, "op": op, "b": b, "value": int(value)})
+            if first_only:
+                break
+    return items
+
+
+def all_annotation_expressions(rows: list[dict]) -> set:
+    """(a, op, b) of every calculator annotation `a op b` over two integers, whatever its size."""
+    out = set()
+    for row in rows:
+        for expr, _ in _ANNOTATION.findall(row["answer"]):
+            mt = re.fullmatch(r"(\d+)([-+*/])(\d+)", expr.strip())
+            if mt:
+                out.add((int(mt[1]), mt[2], int(mt[3])))
+    return out
+
+
+def random_math_item(rng: np.random.Generator, ops: list[str], hi: int) -> dict:
+    """a op b with operands in [1, hi], a non-negative integer result."""
+    op = ops[int(rng.integers(len(ops)))]
+    while True:
+        a, b = int(rng.integers(1, hi + 1)), int(rng.integers(1, hi + 1))
+        if op == "-" and a < b:
+            a, b = b, a
+        if op == "/":
+            a = a * b
+            if a > hi:
+                continue
+        value = {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
+        return {"index": -1, "a": a, "op": op, "b": b, "value": value}
+
+
+def math_question(item: dict, rng: np.random.Generator) -> str:
+    templates = TEMPLATES[item["op"]]
+    t = templates[int(rng.integers(len(templates)))]
+    return t.format(a=item["a"], b=item["b"], n=NAMES[int(rng.integers(len(NAMES)))],
+                    o=OBJECTS[int(rng.integers(len(OBJECTS)))])
+
+
+# ---------------------------------------------------------------- building
+
+
+def _split_rng(seed: int, *keys) -> np.random.Generator:
+    return np.random.default_rng([seed] + [zlib.crc32(str(k).encode()) for k in keys])
+
+
+def _sample(rng, items: list, n: int) -> list:
+    if n > len(items):
+        raise PipelineError(f"languages world: asked for {n} items from a pool of {len(items)}; lower the size")
+    return [items[i] for i in sorted(rng.choice(len(items), size=n, replace=False))]
+
+
+def _check(cfg: dict) -> None:
+    table = language_table(cfg)
+    if not any(r == "lrl" for _, r, _ in table) or not any(r == "hrl" for _, r, _ in table):
+        raise PipelineError("languages world: needs at least one LRL and one HRL")
+    c = cfg["composition"]
+    if not 0 < float(c["fraction"]) <= 1:
+        raise PipelineError(f"composition.fraction must be in (0, 1], got {c['fraction']}")
+    if not 0 <= float(c["task_fraction"]) <= 1:
+        raise PipelineError(f"composition.task_fraction must be in [0, 1], got {c['task_fraction']}")
+
+
+class _Renderer:
+    """render() with an optional exact round-trip check of every sentence it writes."""
+
+    def __init__(self, verify: bool):
+        self.verify = verify
+        self.count = 0
+
+    def __call__(self, sentence: str, lang: Language) -> str:
+        out = render(sentence, lang)
+        self.count += 1
+        if self.verify and unrender(out, lang) != sentence:
+            raise PipelineError(f"{lang.code}: rendering is not reversible for {sentence!r}")
+        return out
+
+
+def _stats(rows: list[dict]) -> dict:
+    lengths = np.array([len(r["prompt"]) + len(r["target"]) for r in rows]) if rows else np.zeros(1)
+    return {"rows": len(rows), "chars_mean": round(float(lengths.mean()), 1),
+            "chars_p50": int(np.percentile(lengths, 50)), "chars_p95": int(np.percentile(lengths, 95)),
+            "chars_max": int(lengths.max())}
+
+
+def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
+    """Write the world's splits under out_dir (see the module docstring); returns the summary."""
+    _check(cfg)
+    out = Path(out_dir)
+    inputs = _inputs(cfg)
+    langs = make_languages(cfg)
+    lrl = [l for l in langs.values() if l.resource == "lrl"]
+    hrl = [l for l in langs.values() if l.resource == "hrl"]
+    sizes = cfg["sizes"]
+    rend = _Renderer(bool(cfg.get("verify_round_trip", True)))
+    eval_seed = int(cfg["eval_seed"])
+
+    # ---- evaluation: FLORES devtest English, rendered
+    f = cfg["flores"]
+    flores = inputs["flores"]
+    non_ascii = [i for i, s in enumerate(flores) if not all(32 <= ord(c) < 127 for c in s)]
+    eligible = [i for i, s in enumerate(flores) if i not in set(non_ascii) and len(s) <= int(f["max_chars"])]
+    chosen = _sample(_split_rng(eval_seed, "flores"), eligible, min(int(f["per_language"]), len(eligible)))
+
+    def flores_rows(group):
+        rows = []
+        for lang in group:
+            for i in chosen:
+                en = flores[i]
+                rows.append({"prompt": translation_prompt(lang.code, rend(en, lang)), "target": en,
+                             "group": lang.code, "reference": en, "id": f"flores-devtest-{i}"})
+        return rows
+
+    # ---- evaluation: GSM8K test annotations as word problems
+    test_items = math_items(inputs["gsm_test"], cfg)
+    train_items = math_items(inputs["gsm_train"], cfg, first_only=False)
+    # every expression of any GSM8K test annotation (not only the sampled ones) stays out of training
+    test_exprs = all_annotation_expressions(inputs["gsm_test"])
+    n_math = min(int(cfg["math"]["per_language_test"]), len(test_items))
+    test_rng = _split_rng(eval_seed, "math_test")
+    picked = _sample(test_rng, test_items, n_math)
+    test_questions = [(it, math_question(it, test_rng)) for it in picked]
+    train_pool = [it for it in train_items if (it["a"], it["op"], it["b"]) not in test_exprs]
+    excluded_train_math = len(train_items) - len(train_pool)
+    dev_rng = _split_rng(seed, "math_dev_pool")
+    exprs = sorted({(it["a"], it["op"], it["b"]) for it in train_pool})
+    n_dev_exprs = min(int(sizes["math_dev_expressions"]), len(exprs) // 4)
+    dev_exprs = set(_sample(dev_rng, exprs, n_dev_exprs))
+    dev_pool = [it for it in train_pool if (it["a"], it["op"], it["b"]) in dev_exprs]
+    train_pool = [it for it in train_pool if (it["a"], it["op"], it["b"]) not in dev_exprs]
+
+    def math_rows(code, lang, questions, evaluation=True, split="test"):
+        rows = []
+        for it, q in questions:
+            text = q if lang is None else rend(q, lang)
+            row = {"prompt": math_prompt(code, text), "target": str(it["value"]), "group": code,
+                   "expression": f"{it['a']}{it['op']}{it['b']}"}
+            if evaluation:
+                row |= {"reference": it["value"], "id": f"gsm8k-{split}-{it['index']}"}
+            rows.append(row)
+        return rows
+
+    def math_set(group, questions, with_english, split="test"):
+        rows = []
+        if with_english:
+            rows += math_rows("en", None, questions, split=split)
+        for lang in group:
+            rows += math_rows(lang.code, lang, questions, split=split)
+        return rows
+
+    def drawn_questions(pool, n, key, random_fraction=0.0):
+        """n problems from pool; with random_fraction, that share over random operands (no test expression)."""
+        rng = _split_rng(seed, key)
+        out = []
+        for _ in range(n):
+            if rng.random() < random_fraction:
+                while True:
+                    it = random_math_item(rng, list(cfg["math"]["ops"]), int(cfg["math"]["max_operand"]))
+                    if (it["a"], it["op"], it["b"]) not in test_exprs and (it["a"], it["op"], it["b"]) not in dev_exprs:
+                        break
+            else:
+                it = pool[int(rng.integers(len(pool)))]
+            out.append((it, math_question(it, rng)))
+        return out
+
+    # ---- English: dev sentences held out, the rest for training
+    pool = inputs["pool"]
+    rng = _split_rng(seed, "english_dev")
+    n_dev_sent = min(int(sizes["dev_sentences"]), len(pool) // 10)
+    dev_idx = set(rng.choice(len(pool), size=n_dev_sent, replace=False).tolist())
+    dev_sentences = [pool[i] for i in sorted(dev_idx)]
+    train_sentences = [s for i, s in enumerate(pool) if i not in dev_idx]
+
+    english_train = [{"prompt": "", "target": s} for s in _sample(
+        _split_rng(seed, "english_train"), train_sentences, min(int(sizes["english_train"]), len(train_sentences)))]
+
+    hrl_mt, hrl_math = [], []
+    for lang in hrl:
+        for s in _sample(_split_rng(seed, "hrl_translation", lang.code), train_sentences,
+                         int(sizes["hrl_translation_per_language"])):
+            hrl_mt.append({"prompt": translation_prompt(lang.code, rend(s, lang)), "target": s, "group": lang.code})
+    n_math_train = int(sizes["math_train_per_language"])
+    for code, lang in [("en", None)] + [(l.code, l) for l in hrl]:
+        hrl_math += math_rows(code, lang, drawn_questions(train_pool, n_math_train, f"math_train/{code}",
+                                                          float(cfg["math"].get("train_random_fraction", 0.0))),
+                              evaluation=False)
+
+    mono, bitext, dc = [], [], []
+    n_mono, n_bi = int(sizes["lrl_monolingual_per_language"]), int(sizes["lrl_bitext_per_language"])
+    comp = cfg["composition"]
+    n_dc = int(round(float(comp["fraction"]) * (n_mono + n_bi)))
+    for lang in lrl:
+        r = _split_rng(seed, "lrl", lang.code)
+        sents = _sample(r, train_sentences, n_mono + n_bi)
+        order = r.permutation(len(sents))
+        mono_s = [sents[i] for i in sorted(order[:n_mono])]
+        bi_s = [sents[i] for i in sorted(order[n_mono:])]
+        rendered = {s: rend(s, lang) for s in sents}
+        for s in mono_s:
+            mono.append({"prompt": "", "target": f"<{lang.code}> {rendered[s]}", "group": lang.code})
+        for j, s in enumerate(bi_s):
+            if j % 2 == 0:
+                t = f"<{lang.code}> {rendered[s]} = {s}"
+            else:
+                t = f"<en> {s} = <{lang.code}> {rendered[s]}"
+            bitext.append({"prompt": "", "target": t, "group": lang.code})
+        # D_C: a share of mA's own sentences of this language, in the task format
+        dc_s = _sample(r, sents, min(n_dc, len(sents)))
+        n_task = int(round(float(comp["task_fraction"]) * len(dc_s)))
+        task_idx = set(r.choice(len(dc_s), size=n_task, replace=False).tolist())
+        for j, s in enumerate(dc_s):
+            if j in task_idx:
+                dc.append({"prompt": translation_prompt(lang.code, rendered[s]), "target": s, "group": lang.code})
+            else:
+                dc.append({"prompt": "", "target": f"<{lang.code}> {rendered[s]}", "group": lang.code})
+        n_dc_math = int(round(float(comp.get("math_fraction", 0.0)) * len(dc_s)))
+        if n_dc_math:
+            dc += math_rows(lang.code, lang, drawn_questions(train_pool, n_dc_math, f"dc_math/{lang.code}"),
+                            evaluation=False)
+
+    # ---- dev sets
+    n_dev = int(sizes["dev_per_language"])
+    translation_dev = []
+    for lang in lrl + hrl:
+        for s in _sample(_split_rng(seed, "translation_dev", lang.code), dev_sentences, min(n_dev, len(dev_sentences))):
+            translation_dev.append({"prompt": translation_prompt(lang.code, rend(s, lang)), "target": s,
+                                    "group": lang.code, "reference": s})
+    dev_q = drawn_questions(dev_pool, n_dev, "math_dev") if dev_pool else []
+    math_dev = math_set(lrl + hrl, dev_q, with_english=True, split="train")
+
+    files = {
+        "english_train": english_train,
+        "hrl_translation_train": hrl_mt,
+        "hrl_math_train": hrl_math,
+        "lrl_monolingual_train": mono,
+        "lrl_bitext_train": bitext,
+        "composition_train": dc,
+        "translation_dev": translation_dev,
+        "math_dev": math_dev,
+        "flores_lrl_test": flores_rows(lrl),
+        "flores_hrl_test": flores_rows(hrl),
+        "math_lrl_test": math_set(lrl, test_questions, with_english=False),
+        "math_hrl_test": math_set(hrl, test_questions, with_english=True),
+    }
+    for name, rows in files.items():
+        atomic_write_jsonl(out / f"{name}.jsonl", rows)
+
+    flores_lengths = [len(flores[i]) for i in chosen]
+    summary = {
+        "world": WORLD,
+        "seed": seed,
+        "language_seed": int(cfg["language_seed"]),
+        "eval_seed": eval_seed,
+        "files": {name: _stats(rows) for name, rows in files.items()},
+        "languages": {"lrl": [l.code for l in lrl], "hrl": [l.code for l in hrl],
+                      "near": [l.code for l in langs.values() if l.kind == "near"],
+                      "far": [l.code for l in langs.values() if l.kind == "far"]},
+        "language_details": {code: _describe(l) for code, l in langs.items()},
+        "paper_columns": cfg.get("paper_columns", {}),
+        "english": inputs["info"],
+        "flores": {"devtest_sentences": len(flores), "non_ascii_excluded": len(non_ascii),
+                   "max_chars": int(f["max_chars"]), "eligible": len(eligible), "chosen": len(chosen),
+                   "chosen_chars_mean": round(float(np.mean(flores_lengths)), 1) if chosen else 0,
+                   "chosen_indices": chosen},
+        "math": {"ops": list(cfg["math"]["ops"]), "max_operand": int(cfg["math"]["max_operand"]),
+                 "test_problems_qualifying": len(test_items), "test_problems_chosen": len(picked),
+                 "test_expressions_excluded_from_training": len(test_exprs),
+                 "train_annotations_dropped_as_test_expressions": excluded_train_math,
+                 "train_annotations": len(train_pool), "dev_annotations": len(dev_pool),
+                 "train_random_fraction": float(cfg["math"].get("train_random_fraction", 0.0))},
+        "composition": {"rows": len(dc), "fraction_of_mA_rows": round(len(dc) / max(1, len(mono) + len(bitext)), 4),
+                        "task_fraction": float(comp["task_fraction"])},
+        "sentences_rendered": rend.count,
+        "round_trip_verified": rend.verify,
+        "vocabulary_size": len(vocabulary(cfg)),
+    }
+    atomic_write_json(out / "summary.json", summary)
+    return summary
+
+
+def _describe(lang: Language) -> dict:
+    d = lang.describe()
+    sample = [w for w in ("the", "of", "and", "is", "water", "people", "city", "apples", "how", "many")
+              if w in lang.swap][:8]
+    d["lexicon_sample"] = {w: lang.render_word(w) for w in sample}
+    return d
+
+
+def report_lines(cfg: dict, summary: dict) -> list[str]:
+    """Lines under the world's report tables: what the synthetic languages are."""
+    langs = summary["languages"]
+    return [
+        f"Synthetic languages (seeded transforms of English; `syn-xxx` uses the letter statistics of xxx's UDHR "
+        f"text, it is not that language): {len(langs['lrl'])} LRL, {len(langs['hrl'])} HRL; near: "
+        f"{', '.join(langs['near'])}; far: {', '.join(langs['far'])}.",
+        f"FLORES devtest: {summary['flores']['chosen']} English sentences of <= {summary['flores']['max_chars']} "
+        f"characters (printable ASCII) rendered into every language; math: {summary['math']['test_problems_chosen']} "
+        f"GSM8K test calculator steps ({' '.join(summary['math']['ops'])}, operands <= "
+        f"{summary['math']['max_operand']}) as one-step word problems.",
+    ]
