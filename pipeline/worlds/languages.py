@@ -53,7 +53,8 @@ Splits written by build() (JSONL, `group` = language code on rows that belong to
   math_hrl_test            the same in each HRL and in English.
 
 Evaluation subsample (CPU): FLORES sentences of printable ASCII (54 of 1012 have other characters) and at
-most `flores.max_chars` characters (1012 sentences: median 124 characters; 269 are <= 100), of which
+most `flores.max_chars` characters (1012 sentences: median 124 characters; 269 are <= 100, 262 of them
+printable ASCII), of which
 `flores.per_language` drawn with `eval_seed`; the same sentences in every language, so languages compare.
 
 Math task: GSM8K is too hard for tiny character-level models, so each problem is derived from one
@@ -117,6 +118,25 @@ TEMPLATES = {
           "Each day {n} gets {b} {o}. How many {o} does {n} get in {a} days?"],
     "/": ["There are {a} {o} shared equally by {b} friends. How many {o} does each friend get?",
           "A teacher puts {a} {o} into {b} equal groups. How many {o} are in each group?"],
+}
+
+
+# Which splits each model of the world trains on, and how each evaluation split is scored: for wiring the
+# world into the pipeline (the lead's conf decides; these are the intended roles).
+MODEL_DATA = {
+    "vanilla": ["english_train"],                                          # the English checkpoint
+    "mB": ["english_train", "hrl_translation_train", "hrl_math_train"],    # anchor: English + HRL tasks
+    "mA": ["lrl_monolingual_train", "lrl_bitext_train"],                   # augmenting: from vanilla, + "NTL"
+    "calm": ["composition_train"],                                         # D_C
+    "skyline": ["lrl_monolingual_train", "lrl_bitext_train"],              # mB further trained on mA's data
+}
+EVALUATION_METRICS = {  # split -> metric (chrf: pipeline.benchmarks.metrics.corpus_chrf per group;
+    "flores_lrl_test": "chrf",  # accuracy: extraction.extract_number vs `reference`, per group)
+    "flores_hrl_test": "chrf",
+    "math_lrl_test": "accuracy",
+    "math_hrl_test": "accuracy",
+    "translation_dev": "chrf",
+    "math_dev": "accuracy",
 }
 
 
@@ -463,7 +483,8 @@ def _stats(rows: list[dict]) -> dict:
     lengths = np.array([len(r["prompt"]) + len(r["target"]) for r in rows]) if rows else np.zeros(1)
     return {"rows": len(rows), "chars_mean": round(float(lengths.mean()), 1),
             "chars_p50": int(np.percentile(lengths, 50)), "chars_p95": int(np.percentile(lengths, 95)),
-            "chars_max": int(lengths.max())}
+            "chars_max": int(lengths.max()),
+            "target_chars_max": max((len(r["target"]) for r in rows), default=0)}
 
 
 def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
