@@ -22,7 +22,7 @@ test: setup
 bench: setup
 	$(PY) speed/bench_composition.py
 
-# ---- pipeline (issue 3): DVC stages in dvc.yaml, values from params.yaml (composed from conf/)
+# ---- pipeline: DVC stages in dvc.yaml, values from params.yaml (composed from conf/)
 # `make params` recomposes params.yaml from conf/ (e.g. `make params OVERRIDES="preset=micro"`);
 # `dvc exp run -S preset=paper` does the same through DVC's Hydra integration.
 DVC := $(VENV)/bin/dvc
@@ -35,9 +35,16 @@ params: setup
 repro: setup
 	$(VENV_PATH) $(DVC) repro
 
+# Each table is one report stage: `dvc repro report@tableN` builds what it needs and nothing else.
 table1: setup
 	$(VENV_PATH) $(DVC) repro report@table1
 	@cat reports/table1.md
 
-table2 table3 table4 table5: setup
-	@echo "$@: not built yet: its world (paper §4.2-4.4) is a later issue; the stages in dvc.yaml will take it as new conf/ entries" >&2; exit 1
+table5:
+	@echo "table5: not built yet: the ablations are issue 11 (they will be models of each world in conf/, reported by report@table5)" >&2; exit 1
+
+table2 table3:
+	@echo "$@: not built yet: the language world (paper §4.2) is issue 12; it plugs in as conf/world/<name>.yaml + a world module" >&2; exit 1
+
+table4:
+	@echo "$@: not built yet: the code world (paper §4.3) is issue 14; it plugs in as conf/world/<name>.yaml + a world module" >&2; exit 1

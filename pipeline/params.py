@@ -38,8 +38,9 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    import pipeline.stages  # noqa: F401  (registers the calm_dag resolver)
+    from pipeline.stages import register_resolver
 
+    register_resolver()
     conf_dir = Path(conf_dir or ROOT / "conf").resolve()
     overrides = list(overrides)
     presets = sorted(p.stem for p in (conf_dir / "preset").glob("*.yaml"))

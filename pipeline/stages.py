@@ -2,8 +2,8 @@
 
 conf/ declares worlds (`worlds.<world>`: its data module and settings, tokenizer, models, evaluation sets) and
 reports (`reports.<table>.blocks.<world>`). DVC's `foreach` needs flat maps, so `dvc_stages` in params.yaml is
-derived from those declarations by the OmegaConf resolver `calm_dag` (registered here; DVC's Hydra integration
-finds it through `hydra_plugins/calm_pipeline`, `make params` by importing this module):
+derived from those declarations by the OmegaConf resolver `calm_dag` (register_resolver(): DVC's Hydra integration
+calls it through `hydra_plugins/calm_pipeline`, `make params` through pipeline.params.compose_params):
 
     dvc_stages.data      {<world>: {module_file}}                        build_data@<world>, build_tokenizer@<world>
     dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related}}          train@<world>/<model>
@@ -144,5 +144,3 @@ def register_resolver() -> None:
     if not OmegaConf.has_resolver(RESOLVER):
         OmegaConf.register_new_resolver(RESOLVER, _resolve_dag)
 
-
-register_resolver()

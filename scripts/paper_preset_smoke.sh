@@ -9,13 +9,13 @@ work=${1:-/tmp/paper-preset-smoke}
 mkdir -p "$work" && cd "$work"
 export PYTHONPATH=$repo CALM_PARAMS=$work/params.yaml WANDB_MODE=disabled
 py=$repo/.venv/bin/python
+# the paper preset selects runtime=cuda; this smoke runs its shapes on the CPU
 $py -c "
-from pipeline.config import compose_params, dump_params
-steps = [f'{block}.train.steps=3' for block in ('base_models.vanilla', 'base_models.mA', 'base_models.mB', 'compositions.calm')]
-dump_params(compose_params(['preset=paper', *steps]), '$work/params.yaml')
+from pipeline.params import compose_params, dump_params
+steps = [f'worlds.kv_arithmetic.models.{m}.train.steps=3' for m in ('vanilla', 'mA', 'mB', 'calm')]
+dump_params(compose_params(['preset=paper', 'runtime=cpu', *steps]), '$work/params.yaml')
 "
 /usr/bin/time -f "build_data: %e s, peak RSS %M KB" $py -m pipeline.build_data kv_arithmetic
 $py -m pipeline.tokenizer kv_arithmetic
-for base in vanilla mA mB; do /usr/bin/time -f "train $base: %e s" $py -m pipeline.train base $base; done
-/usr/bin/time -f "train calm: %e s" $py -m pipeline.train composition calm
+for model in vanilla mA mB calm; do /usr/bin/time -f "train $model: %e s" $py -m pipeline.train kv_arithmetic/$model; done
 $py -c "import json; s = json.load(open('data/kv_arithmetic/summary.json')); print({k: s[k] for k in ('n_keys', 'n_held_in', 'held_in_selection', 'kv_math_format', 'answer_format', 'max_chars')})"

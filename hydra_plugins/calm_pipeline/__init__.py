@@ -1,4 +1,6 @@
 """Registers the pipeline's OmegaConf resolver (`calm_dag`, see pipeline/stages.py) when DVC's Hydra integration
 composes conf/ for `dvc exp run -S ...`: DVC imports the `hydra_plugins` packages under `hydra.plugins_path`
 (the repository root by default) before composing."""
-import pipeline.stages  # noqa: F401  (registers the resolver on import)
+from pipeline.stages import register_resolver
+
+register_resolver()

@@ -59,6 +59,7 @@ def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = Non
     string (rows without it keep their whole target): e.g. "=" trains a scratchpad target "12+34=64" on "12+34="."""
     import functools
 
+    import pyarrow as pa
     from datasets import Dataset
     from datasets.utils.logging import disable_progress_bar
 
@@ -69,7 +70,9 @@ def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = Non
     for r in rows:
         digest.update(json.dumps([r["prompt"], r["target"]]).encode())
     key = hashlib.sha256(f"{digest.hexdigest()}|{_tokenizer_digest(tokenizer)}|{loss_until}".encode()).hexdigest()[:20]
-    ds = Dataset.from_dict({"prompt": [r["prompt"] for r in rows], "target": [r["target"] for r in rows]})
+    # our own fingerprint (datasets would otherwise dill-hash the table's state, which fails on some Python/pyarrow pairs)
+    table = pa.table({"prompt": [r["prompt"] for r in rows], "target": [r["target"] for r in rows]})
+    ds = Dataset(table, fingerprint=f"rows-{key}")
     kwargs = {}
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)

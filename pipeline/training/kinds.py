@@ -197,9 +197,9 @@ class Composition(Kind):
         replay = anchor_replay_rows(stage.params, stage.world, stage.cfg, len(rows))
         dataset = supervised_dataset(rows, tokenizer, loss_until=stage.cfg.get("loss_until"))
         if replay:  # loss_until applies to D_C's targets only; replayed rows keep their whole target
-            from datasets import concatenate_datasets
+            from torch.utils.data import ConcatDataset  # (datasets.concatenate_datasets would dill-hash the features)
 
-            dataset = concatenate_datasets([dataset, supervised_dataset(replay, tokenizer)])
+            dataset = ConcatDataset([dataset, supervised_dataset(replay, tokenizer)])
         mode = (stage.cfg.get("composition") or {}).get("mode") or "iterative"
         print(f"{stage.world}/{stage.name}: {len(rows)} training rows"
               + (f" + {len(replay)} anchor replay rows" if replay else ""), file=sys.stderr)
