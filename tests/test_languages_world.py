@@ -8,7 +8,7 @@ import yaml
 
 from pipeline.benchmarks.extraction import extract_number, numbers_match, parse_gold_number
 from pipeline.benchmarks.metrics import corpus_chrf
-from pipeline.config import PipelineError
+from pipeline.errors import PipelineError
 from pipeline.worlds import languages as world
 from pipeline.worlds import synthetic_languages as syn
 

@@ -84,7 +84,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import PipelineError, atomic_write_json, atomic_write_jsonl
+from pipeline.errors import PipelineError
+from pipeline.io import atomic_write_json, atomic_write_jsonl
 from pipeline.worlds.synthetic_languages import (_ENGLISH_TOKEN, Language, build_language, language_stats,
                                                  render, unrender)
 

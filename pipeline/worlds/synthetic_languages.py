@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import PipelineError
+from pipeline.errors import PipelineError
 
 STATS_FILE = Path(__file__).parent / "resources" / "udhr_char_stats.json"
 
