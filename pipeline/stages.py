@@ -135,7 +135,8 @@ def _resolve_dag(*, _root_) -> dict:
     from omegaconf import OmegaConf
 
     plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports") if k in _root_}
-    return derive(plain)
+    # a config node, not a dict: OmegaConf.resolve (what DVC's Hydra integration calls) cannot store a dict
+    return OmegaConf.create(derive(plain))
 
 
 def register_resolver() -> None:
