@@ -93,3 +93,17 @@ def test_inconsistent_declarations_fail_in_one_line(override, message):
     with pytest.raises(PipelineError, match=message) as e:
         compose_params(["preset=micro", override])
     assert "\n" not in str(e.value)
+
+
+def test_dvc_hydra_integration_composes_the_same_params(tmp_path):
+    """`dvc exp run -S ...` composes conf/ with DVC's own compose_and_dump, which finds the pipeline's resolver
+    only through hydra_plugins/ (a fresh process, as DVC's)."""
+    out = tmp_path / "params.yaml"
+    code = ("from dvc.utils.hydra import compose_and_dump; "
+            f"compose_and_dump({str(out)!r}, {str(ROOT / 'conf')!r}, None, 'config', {str(ROOT)!r}, "
+            "['preset=micro', 'worlds.kv_arithmetic.models.calm.seed=1'])")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    with open(out) as f:
+        assert yaml.safe_load(f) == compose_params(["preset=micro", "worlds.kv_arithmetic.models.calm.seed=1"])
