@@ -1,0 +1,139 @@
+"""Training kinds (pipeline/training/kinds.py) in-process on the toy copy world: untrained models are the
+seeded architecture, inits load from sibling, directory or hub with one clear line when absent, and the
+runtime's device/precision reach TrainingArguments."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from pipeline.errors import PipelineError, UserError
+from pipeline.params import compose_params
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def conf_dir(tmp_path_factory):
+    conf = tmp_path_factory.mktemp("conf") / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    shutil.copy(ROOT / "tests" / "toy_copy_world.yaml", conf / "world" / "copy.yaml")
+    return conf
+
+
+@pytest.fixture()
+def world(conf_dir, tmp_path, monkeypatch):
+    """A workdir with the copy world's data and tokenizer; returns a function composing its params."""
+    from pipeline.build_data import build_world_data
+    from pipeline.stages import tokenizer_dir
+    from pipeline.tokenizer import world_tokenizer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    monkeypatch.setenv("CALM_THREADS", "1")
+
+    def params(*overrides):
+        return compose_params(["preset=micro", "world=[copy]", *overrides], conf_dir=conf_dir)
+
+    p = params()
+    build_world_data(p, "copy")
+    world_tokenizer(p, "copy").save_pretrained(str(tokenizer_dir("copy")))
+    return params
+
+
+def _weights(name):
+    return load_file(f"models/copy/{name}/model.safetensors")
+
+
+def test_steps_0_gives_the_untrained_seeded_architecture(world):
+    from transformers import set_seed
+
+    from pipeline.stages import tokenizer_dir
+    from pipeline.tokenizer import load_tokenizer
+    from pipeline.train import train
+    from pipeline.training.architectures import build_base_model
+
+    p = world()
+    assert train(p, "copy/mA_random")["steps"] == 0
+    set_seed(p["seed"])
+    fresh = build_base_model(p["worlds"]["copy"]["models"]["mA_random"]["arch"], load_tokenizer(tokenizer_dir("copy")),
+                             p["worlds"]["copy"]["max_positions"]).state_dict()
+    saved = _weights("mA_random")
+    assert saved and all(torch.equal(saved[k], fresh[k]) for k in saved)
+    assert json.loads(Path("models/copy/mA_random/train_info.json").read_text())["untrained"] is True
+    # another seed, another model: the seed is what makes it reproducible
+    p1 = world("seed=1")
+    shutil.rmtree("models/copy/mA_random")
+    train(p1, "copy/mA_random")
+    assert not all(torch.equal(_weights("mA_random")[k], saved[k]) for k in saved)
+
+
+def test_init_from_a_sibling_and_from_a_local_directory(world, tmp_path):
+    from pipeline.train import train
+
+    p = world()
+    train(p, "copy/mA_random")
+    # a base model started from a local directory (steps 0: exactly that model)
+    p = world("+worlds.copy.models.from_dir={kind: base, init: " + str(tmp_path / "models/copy/mA_random") + ", train: {steps: 0}}")
+    train(p, "copy/from_dir")
+    a, b = _weights("mA_random"), _weights("from_dir")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # a sibling: full fine-tune of mA_random for 2 steps changes every trained weight but keeps the shapes
+    p = world("worlds.copy.models.mB_ft.init=mA_random", "worlds.copy.models.mB_ft.train.steps=2")
+    train(p, "copy/mB_ft")
+    c = _weights("mB_ft")
+    assert c.keys() == a.keys() and not torch.equal(c["model.embed_tokens.weight"], a["model.embed_tokens.weight"])
+
+
+def test_missing_init_model_fails_in_one_line_naming_both_places(world, monkeypatch):
+    from pipeline.train import train
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    p = world("+worlds.copy.models.gone={kind: finetune, init: nobody/no-such-model, data: [train], train: {steps: 1}}")
+    with pytest.raises(UserError) as e:
+        train(p, "copy/gone")
+    message = str(e.value)
+    assert "\n" not in message and "not a local directory" in message and "hub" in message and "nobody/no-such-model" in message
+
+
+@pytest.mark.parametrize("override,match", [
+    ("worlds.copy.models.mB_ft.init=random", "needs `init`"),
+    ("worlds.copy.models.mB_lora.lora.r=0", "lora.r must be a positive integer"),
+    ("worlds.copy.models.mA.train.steps=-1", "train.steps must be an integer >= 0"),
+])
+def test_bad_kind_settings_fail_in_one_line(world, override, match):
+    from pipeline.train import train
+
+    p = world(override)
+    key = "copy/" + override.split(".")[3]
+    if "init=random" in override or "lora" in override:
+        train(p, "copy/mB")
+    with pytest.raises(PipelineError, match=match):
+        train(p, key)
+
+
+def test_gpu_runtime_settings_reach_training_arguments(conf_dir):
+    from pipeline.training.trainer import check_runtime, trainer_arguments
+
+    p = compose_params(["preset=micro", "runtime=cuda"], conf_dir=conf_dir)
+    tcfg = p["worlds"]["kv_arithmetic"]["models"]["mB"]["train"]
+    kwargs = trainer_arguments(tcfg, p["runtime"], seed=0, output_dir="x", run_name="x", report_to="none")
+    assert kwargs["use_cpu"] is False and kwargs["bf16"] is True and kwargs["fp16"] is False
+    assert kwargs["dataloader_num_workers"] == p["runtime"]["dataloader_workers"] == 2
+    cpu = trainer_arguments(tcfg, compose_params(["preset=micro"], conf_dir=conf_dir)["runtime"], seed=0,
+                            output_dir="x", run_name="x", report_to="none")
+    assert cpu["use_cpu"] is True and cpu["bf16"] is False
+    assert compose_params(["preset=micro", "runtime=multi_gpu"], conf_dir=conf_dir)["runtime"]["launch"].startswith("accelerate launch")
+    with pytest.raises(PipelineError, match="needs runtime.device cuda"):
+        check_runtime({"device": "cpu", "precision": "bf16"})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message a machine without a GPU gives")
+def test_cuda_runtime_without_a_gpu_is_one_line(world):
+    from pipeline.train import train
+
+    with pytest.raises(PipelineError, match="torch sees no GPU"):
+        train(world("runtime=cuda"), "copy/mA")
