@@ -25,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from pipeline.benchmarks.extraction import truncate_at_stop
+from pipeline.text import truncate_at_stop
 
 
 class GenerationError(ValueError):
