@@ -1,0 +1,46 @@
+"""The evaluation stage's metrics go through the real evaluators: sandboxed execution for pass@k, sacrebleu
+chrF, GSM answer extraction; per-group scores where rows name a group."""
+import pytest
+
+from pipeline.errors import PipelineError
+from pipeline.scoring import get_metric
+
+CODE_ROWS = [
+    {"prompt": "def add(a, b):\n", "target": "    return a + b\n", "test": "assert add(2, 3) == 5\nassert add(-1, 1) == 0\n", "group": "py"},
+    {"prompt": "def neg(a):\n", "target": "    return -a\n", "test": "assert neg(4) == -4\n", "group": "py"},
+]
+
+
+def test_pass_at_k_runs_the_tests_in_the_sandbox():
+    score = get_metric("pass_at_k")
+    right = [[r["target"]] for r in CODE_ROWS]
+    summary, records = score(CODE_ROWS, right, {})
+    assert summary["score"] == 100.0 and [r["passed"] for r in records] == [[True], [True]]
+    wrong = [["    return a - b\n"], ["    import os; os._exit(0)\n"]]  # a wrong body; an early clean exit
+    summary, records = score(CODE_ROWS, wrong, {})
+    assert summary["score"] == 0.0 and summary["by_group"] == {"py": 0.0}
+    # n samples per row: unbiased pass@k (one of two samples right -> pass@1 = 50%)
+    summary, _ = score(CODE_ROWS[:1], [["    return a + b\n", "    return 0\n"]], {"ks": [1, 2]})
+    assert summary["pass@1"] == 50.0 and summary["pass@2"] == 100.0
+    with pytest.raises(PipelineError, match="test"):
+        score([{"prompt": "x", "target": "y"}], [["z"]], {})
+
+
+def test_chrf_and_gsm_accuracy_use_the_real_scorers():
+    rows = [{"prompt": "p", "target": "The cat sat on the mat.", "group": "a"}, {"prompt": "p", "target": "Hello world.", "group": "b"}]
+    summary, _ = get_metric("chrf")(rows, [[r["target"]] for r in rows], {})
+    assert summary["score"] == 100.0 and summary["by_group"] == {"a": 100.0, "b": 100.0}
+    summary, _ = get_metric("chrf")(rows, [["zzz"], ["Hello world."]], {})
+    assert summary["by_group"]["b"] == 100.0 and summary["by_group"]["a"] < 10 and 0 < summary["score"] < 100
+    math = [{"prompt": "q", "target": "1234"}, {"prompt": "q", "target": "7"}]
+    summary, records = get_metric("gsm_accuracy")(math, [["so 1,234 in all. The answer is 1234."], ["The answer is 8."]], {})
+    assert summary["score"] == 50.0 and [r["correct"] for r in records] == [True, False]
+
+
+def test_exact_match_cut_and_unknown_metric():
+    rows = [{"prompt": "ab+cd=", "target": "12+34"}]
+    summary, _ = get_metric("exact_match")(rows, [["12+34=64"]], {"cut_at": "="})
+    assert summary["score"] == 100.0
+    assert get_metric("exact_match")(rows, [["12+34=64"]], {})[0]["score"] == 0.0
+    with pytest.raises(PipelineError, match="unknown metric 'bleu'"):
+        get_metric("bleu")
