@@ -25,8 +25,8 @@ def test_presets_compose(preset):
     assert p["preset"] == preset
     w = p["worlds"]["kv_arithmetic"]
     assert w["data"]["n_keys"] > 0 and w["data"]["operators"]
-    for name, m in w["models"].items():
-        assert m["train"]["steps"] > 0, name
+    for name, m in w["models"].items():  # steps 0 only for a model declared untrained (Table 5's random mA)
+        assert m["train"]["steps"] > 0 or (m["init"] == "random" and m["train"]["steps"] == 0), name
     # the paper's mA is smaller than its mB: keep that ratio
     a, b = w["models"]["mA"]["arch"], w["models"]["mB"]["arch"]
     assert a["layers"] * a["hidden"] ** 2 < b["layers"] * b["hidden"] ** 2
@@ -75,8 +75,10 @@ def test_dvc_stages_are_derived_from_what_is_declared():
     p = compose_params(["preset=micro"])
     stages = p["dvc_stages"]
     assert set(stages["train"]) == {f"kv_arithmetic/{m}" for m in p["worlds"]["kv_arithmetic"]["models"]}
-    # evaluated = the models a report names (vanilla is only mA's starting point)
-    assert set(stages["evaluate"]) == {"kv_arithmetic/mA", "kv_arithmetic/mB", "kv_arithmetic/calm"}
+    # evaluated = the models a report names (vanilla and the untrained random mA are only starting points)
+    named = {m for t in p["reports"].values() for m in t["blocks"]["kv_arithmetic"]["columns"].values()}
+    assert {"mA", "mB", "calm", "encoder"} <= named
+    assert set(stages["evaluate"]) == {f"kv_arithmetic/{m}" for m in named}
     calm = stages["train"]["kv_arithmetic/calm"]
     assert "models/kv_arithmetic/mB" in calm["upstream"] and "models/kv_arithmetic/mA" in calm["upstream"]
     # a model that says evaluate: true is evaluated too, without a report naming it

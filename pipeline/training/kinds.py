@@ -133,27 +133,193 @@ class Finetune(Base):
     requires_init = True
 
 
+PARITY_TOLERANCE = 0.02  # a LoRA whose rank matches a composition trains within 2% of its added parameters
+
+
+def _lora_layers(model) -> dict[str, tuple[int, int]]:
+    """{module path: (in, out)} of the layers peft's LoRA can adapt: every nn.Linear / GPT-2 Conv1D except the
+    output layer (peft's "all-linear" leaves it out too)."""
+    from torch import nn
+    from transformers.pytorch_utils import Conv1D
+
+    output = model.get_output_embeddings()
+    layers = {}
+    for path, module in model.named_modules():
+        if module is output:
+            continue
+        if isinstance(module, nn.Linear):
+            layers[path] = (module.in_features, module.out_features)
+        elif isinstance(module, Conv1D):
+            layers[path] = (module.weight.shape[0], module.weight.shape[1])
+    return layers
+
+
+def _built_architecture(params: dict, world: str, name: str, tokenizer, chain=()):
+    """A base model with the shape model `name` of `world` has, built from conf alone (nothing trained or read
+    from models/): `init: random` builds its `arch`; a sibling init is followed; any other init (a local
+    directory, a hub id, pkg:) is loaded, as its training stage would."""
+    from pipeline.composition import load_causal_lm
+    from pipeline.training.architectures import build_base_model
+
+    models = params["worlds"][world]["models"]
+    cfg = models[name]
+    if name in chain:
+        raise PipelineError(f"model {world}/{name}: its init chain loops ({' -> '.join(chain + (name,))})")
+    if cfg.get("kind") == "composition":
+        raise PipelineError(f"model {world}/{name} is a composition: it cannot be a composition's base")
+    init = cfg.get("init", "random")
+    if init in (None, "random"):
+        if not cfg.get("arch"):
+            raise PipelineError(f"model {world}/{name}: init random needs an `arch` (conf/model/)")
+        return build_base_model(cfg["arch"], tokenizer, params["worlds"][world]["max_positions"])
+    if init in models:
+        return _built_architecture(params, world, init, tokenizer, chain + (name,))
+    return load_causal_lm(init, cfg.get("init_gguf_file"))
+
+
+def composition_added_parameters(params: dict, world: str, name: str, tokenizer) -> int:
+    """The parameters composition `name` of `world` adds (CALMForCausalLM.num_composition_parameters), counted
+    on its bases built from conf (`_built_architecture`): built, counted, discarded; no training, no models/."""
+    import torch
+
+    from pipeline.composition import CALMForCausalLM
+
+    models = params["worlds"][world]["models"]
+    cfg = models.get(name)
+    if not cfg or cfg.get("kind") != "composition":
+        compositions = [m for m, c in models.items() if c.get("kind") == "composition"]
+        raise PipelineError(f"{name!r} is not a composition of world {world} (its compositions: "
+                            f"{', '.join(compositions) or 'none'}): a LoRA can match only a composition's added parameters")
+    with torch.random.fork_rng():  # counting leaves the caller's random state as it was
+        anchor = _built_architecture(params, world, cfg["anchor"], tokenizer)
+        augmenting = [_built_architecture(params, world, a, tokenizer) for a in cfg["augmenting"]]
+        options = {k: v for k, v in (cfg.get("composition") or {}).items() if v is not None}
+        if "connections" in options:
+            options["connections"] = [[tuple(pair) for pair in conns] for conns in options["connections"]]
+        return CALMForCausalLM.from_models(anchor=anchor, augmenting=augmenting, **options).num_composition_parameters()
+
+
+def lora_plan(base, budget: int, target_modules=None, tolerance: float = PARITY_TOLERANCE, what: str = "LoRA") -> dict:
+    """The rank (and modules) whose trainable count is nearest `budget`, within `tolerance` or refused in one line.
+
+    LoRA of rank r on a layer in->out trains r*(in+out) parameters, so a set of layers trains r*S. With
+    `target_modules` given ("all-linear" or a list of module names) only that set is tried; with None, all
+    linear layers are tried first and, if no rank gets within the tolerance, the subsets of layer names (q_proj,
+    fc1, ...), the one with the most names (then the smallest error) winning: LoRA spread over every kind of
+    layer, as is usual, unless parity needs fewer."""
+    import itertools
+
+    layers = _lora_layers(base)
+    if not layers:
+        raise PipelineError(f"{what}: the base model has no linear layers LoRA could adapt")
+    leaf = lambda path: path.rsplit(".", 1)[-1]  # noqa: E731
+    names = sorted({leaf(p) for p in layers})
+    if target_modules in (None, "auto"):
+        candidates = [("all-linear", names)] + [(list(s), list(s)) for k in range(len(names) - 1, 0, -1)
+                                                 for s in itertools.combinations(names, k)]
+    elif target_modules == "all-linear":
+        candidates = [("all-linear", names)]
+    else:
+        wanted = [target_modules] if isinstance(target_modules, str) else list(target_modules)
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            raise PipelineError(f"{what}: lora.target_modules {', '.join(unknown)} name no linear layer of the base "
+                                f"(its layers: {', '.join(names)})")
+        candidates = [(wanted, wanted)]
+    options = []
+    for spec, chosen in candidates:
+        per_rank = sum(i + o for p, (i, o) in layers.items() if leaf(p) in chosen)
+        rank = max(1, round(budget / per_rank))
+        trainable = rank * per_rank
+        options.append({"r": rank, "target_modules": spec, "trainable": trainable, "budget": budget,
+                        "error": (trainable - budget) / budget, "n_names": len(chosen)})
+    fits = [o for o in options if abs(o["error"]) <= tolerance]
+    if not fits:
+        best = min(options, key=lambda o: abs(o["error"]))
+        spec = best["target_modules"]
+        raise PipelineError(
+            f"{what}: no LoRA rank reaches parity with {budget:,} parameters within {100 * tolerance:.0f}% "
+            f"(target_modules {spec if isinstance(spec, str) else ', '.join(spec)}: nearest r={best['r']} trains "
+            f"{best['trainable']:,}, {100 * best['error']:+.1f}%)"
+            + ("; leave lora.target_modules null to let the rank search pick the layers" if target_modules not in (None, "auto") else ""))
+    return min(fits, key=lambda o: (-o["n_names"], abs(o["error"])))
+
+
 class Lora(Kind):
+    """peft LoRA adapters on `init` (its weights frozen), trained on `data` mixed, like a composition's D_C, with
+    `anchor_replay` rows of the anchor's own training data (the anchor: `anchor`, else `init`).
+
+    `lora.r`: a rank, or `{match: <composition>}`: the rank (and, with `lora.target_modules` null, the layers)
+    whose trainable count equals that composition's added parameters within 2% (lora_plan), counted from conf
+    (composition_added_parameters); refused in one line when no rank gets there. train_info.json records both
+    counts."""
+
     name = "lora"
 
     def build(self, stage, tokenizer):
         from peft import LoraConfig, get_peft_model
         from transformers import set_seed
 
+        key = f"{stage.world}/{stage.name}"
         init = stage.cfg.get("init")
         if init in (None, "random"):
-            raise PipelineError(f"model {stage.world}/{stage.name}: kind lora needs `init`: the model the adapters go on")
+            raise PipelineError(f"model {key}: kind lora needs `init`: the model the adapters go on")
         lcfg = dict(stage.cfg.get("lora") or {})
-        rank = lcfg.get("r")
-        if not isinstance(rank, int) or rank < 1:
-            raise PipelineError(f"model {stage.world}/{stage.name}: lora.r must be a positive integer, not {rank!r}")
+        rank, targets = lcfg.get("r"), lcfg.get("target_modules")
+        counts, match = {}, None
+        if isinstance(rank, dict):
+            if set(rank) != {"match"}:
+                raise PipelineError(f"model {key}: lora.r must be a positive integer or {{match: <composition>}}, not {rank!r}")
+            match = rank["match"]
+            budget = composition_added_parameters(stage.params, stage.world, match, tokenizer)
+        elif not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+            raise PipelineError(f"model {key}: lora.r must be a positive integer, not {rank!r}")
         set_seed(stage.seed)
         base = _load_init(stage, init, tokenizer)
-        config = LoraConfig(r=rank, lora_alpha=lcfg.get("alpha", 2 * rank), lora_dropout=lcfg.get("dropout", 0.0),
-                            target_modules=lcfg.get("target_modules") or "all-linear", bias="none", task_type="CAUSAL_LM")
+        if match is not None:
+            plan = lora_plan(base, budget, targets, what=f"model {key} (lora.r: {{match: {match}}})")
+            rank, targets = plan["r"], plan["target_modules"]
+            counts = {"lora_match": match, "lora_match_parameters": budget}
+        config = LoraConfig(r=rank, lora_alpha=lcfg.get("alpha") or 2 * rank, lora_dropout=lcfg.get("dropout", 0.0),
+                            target_modules=targets or "all-linear", bias="none", task_type="CAUSAL_LM")
         model = get_peft_model(base, config)
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-        return model, {"n_trainable_parameters": trainable, "n_parameters": sum(p.numel() for p in model.parameters())}
+        if counts and trainable != plan["trainable"]:
+            raise PipelineError(f"model {key}: peft trains {trainable:,} parameters, the rank search expected "
+                                f"{plan['trainable']:,}: a layer type peft adapts differently")
+        return model, {"n_trainable_parameters": trainable, "n_parameters": sum(p.numel() for p in model.parameters()),
+                       "lora_r": rank, "lora_target_modules": targets or "all-linear", **counts}
+
+    def _replay_cfg(self, stage: Stage) -> dict:
+        """The model's conf as anchor_replay_rows reads it: the anchor whose own rows are replayed is `anchor`, else `init`."""
+        cfg = dict(stage.cfg, anchor=stage.cfg.get("anchor") or stage.cfg.get("init"))
+        if float(cfg.get("anchor_replay") or 0) > 0 and not stage.is_sibling(cfg["anchor"]):
+            raise PipelineError(f"model {stage.world}/{stage.name}: anchor_replay needs the anchor's training rows, "
+                                f"but {cfg['anchor']!r} is not a model of world {stage.world}")
+        return cfg
+
+    def dataset(self, stage, tokenizer):
+        from pipeline.training.data import Collator, anchor_replay_rows, supervised_dataset, training_rows
+
+        rows = training_rows(stage.params, stage.world, stage.name)
+        replay = anchor_replay_rows(stage.params, stage.world, self._replay_cfg(stage), len(rows))
+        dataset = supervised_dataset(rows, tokenizer, loss_until=stage.cfg.get("loss_until"))
+        if replay:  # as a composition's mix (Composition.dataset): loss_until on `data` rows only
+            from torch.utils.data import ConcatDataset
+
+            dataset = ConcatDataset([dataset, supervised_dataset(replay, tokenizer)])
+            print(f"{stage.world}/{stage.name}: {len(rows)} training rows + {len(replay)} anchor replay rows", file=sys.stderr)
+        return dataset, Collator(tokenizer.pad_token_id), {"n_training_rows": len(rows), "n_anchor_replay_rows": len(replay)}
+
+    def inputs(self, stage):
+        files = super().inputs(stage)
+        cfg = self._replay_cfg(stage)
+        if float(cfg.get("anchor_replay") or 0) > 0:  # the anchor's own training rows
+            from pipeline.training.data import data_stems
+
+            anchor = stage.params["worlds"][stage.world]["models"][cfg["anchor"]]
+            files += [Path("data") / stage.world / f"{s}.jsonl" for s in data_stems(anchor)]
+        return files
 
     def save(self, model, directory):
         model.save_pretrained(str(directory))  # the adapter and its config, which names the base's directory
