@@ -342,7 +342,7 @@ def test_other_bad_setups_fail_clearly():
         CALMForCausalLM.from_models(anchor, tiny_model("gpt2", 32, 6, 2, vocab=50))
     with pytest.raises(CompositionConfigError, match="mode must be one of"):
         CALMForCausalLM.from_models(anchor, tiny_model("gpt2", 32, 6, 2), mode="sideways")
-    with pytest.raises(CompositionConfigError, match="does not divide"):
+    with pytest.raises(CompositionConfigError, match="num_heads must be a positive integer dividing the anchor width 64"):
         CALMForCausalLM.from_models(anchor, tiny_model("gpt2", 32, 6, 2), num_heads=5)
     with pytest.raises(CompositionConfigError, match="attention_dropout must be in"):
         CALMForCausalLM.from_models(anchor, tiny_model("gpt2", 32, 6, 2), attention_dropout=1.0)

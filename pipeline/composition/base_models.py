@@ -7,6 +7,7 @@ GPT-NeoX, ...) is left to transformers; this module only finds that list.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 from pathlib import Path
@@ -118,6 +119,40 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
     )
 
 
+def _shallow_copy(module: nn.Module) -> nn.Module:
+    """A new module object sharing every submodule, parameter and buffer with `module`, with its own tables of them
+    (and of hooks): replacing a submodule of the copy leaves `module` as it was."""
+    clone = copy.copy(module)
+    for key, value in vars(module).items():
+        if isinstance(value, (dict, set)):  # _modules, _parameters, _buffers, hook tables
+            clone.__dict__[key] = copy.copy(value)
+    return clone
+
+
+def truncated_backbone(model: PreTrainedModel, deepest_layer: int) -> tuple[nn.Module, nn.ModuleList]:
+    """`model`'s base model (no LM head) running only its decoder layers 0..deepest_layer, leaving `model` whole.
+
+    The containers from the base model down to the list of layers are shallow copies (new Python objects, a few
+    hundred bytes each) and the copy's list is a new ModuleList of the kept layers; every layer, weight and buffer
+    is shared with `model`, none is copied. `model` keeps all its layers and its LM head and runs as before.
+    Returns (the copy, its list of layers).
+    """
+    base = model.base_model
+    layers = decoder_layers(model)
+    path = next((name for name, module in base.named_modules() if module is layers), None)
+    if not path:  # the layers are not under the base model (no such family known)
+        raise CompositionConfigError(f"cannot find the decoder layers of {type(model).__name__} in its base model")
+    *parents, attribute = path.split(".")
+    clone = parent = _shallow_copy(base)
+    for name in parents:
+        child = _shallow_copy(getattr(parent, name))
+        setattr(parent, name, child)
+        parent = child
+    kept = nn.ModuleList(list(layers)[: deepest_layer + 1])
+    setattr(parent, attribute, kept)
+    return clone, kept
+
+
 FINAL_NORM_NAMES = ("ln_f", "norm", "layer_norm", "final_layer_norm", "final_layernorm")
 
 
@@ -133,16 +168,42 @@ def final_norm(model: PreTrainedModel) -> nn.Module:
     )
 
 
-def fingerprint(model: PreTrainedModel) -> str:
-    """A short digest of the input embedding matrix: cheap, and different for any two differently trained models.
+FINGERPRINT_SCHEME = "w2"  # the prefix of fingerprint(); a bare 16-hex digest is the first scheme's
+FINGERPRINT_SAMPLE = 1024  # values hashed per tensor
 
-    It lets a saved composition refuse to load onto bases other than those it was trained with.
+
+def fingerprint(model: PreTrainedModel) -> str:
+    """A short digest of every weight of the model: cheap, and different for any two differently trained models.
+
+    It lets a saved composition refuse to load onto bases other than those it was trained with. Every tensor of the
+    state dict (parameters and persistent buffers, in name order) contributes its name, shape, dtype and a fixed
+    strided sample of FINGERPRINT_SAMPLE of its values (in row-major order, as stored: no dtype conversion), so a
+    model whose layers changed while its embeddings did not (fine-tuned with frozen embeddings, merged adapters) has
+    another fingerprint. Deterministic across processes and independent of the device the weights are on; the
+    dtype is part of the weights (the same checkpoint loaded in bfloat16 has another fingerprint). Reads
+    ~1K values per tensor, not the whole model. Returns "w2:" and 16 hex digits.
     """
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        values = tensor.detach().reshape(-1)
+        stride = max(1, values.numel() // FINGERPRINT_SAMPLE)
+        sample = values[::stride][:FINGERPRINT_SAMPLE].contiguous().to(device="cpu")  # a small copy
+        digest.update(f"{name}|{tuple(tensor.shape)}|{tensor.dtype}|".encode())
+        digest.update(sample.view(torch.uint8).numpy().tobytes() if sample.numel() else b"")
+    return f"{FINGERPRINT_SCHEME}:{digest.hexdigest()[:16]}"
+
+
+def legacy_fingerprint(model: PreTrainedModel) -> str:
+    """The first scheme (compositions saved before "w2"): a digest of the input embedding matrix alone."""
     weight = model.get_input_embeddings().weight.detach()
     digest = hashlib.sha256()
     digest.update(str(tuple(weight.shape)).encode())
     digest.update(weight.to(device="cpu", dtype=torch.float32).contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+def is_legacy_fingerprint(value) -> bool:
+    return isinstance(value, str) and ":" not in value
 
 
 def describe(model: PreTrainedModel) -> dict:

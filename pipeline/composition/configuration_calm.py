@@ -4,13 +4,59 @@ from __future__ import annotations
 
 from transformers import PreTrainedConfig
 
+from numbers import Integral, Real
+
 from pipeline.errors import UserError
 
 MODES = ("iterative", "encoder")
 
+# The keyword options of CALMForCausalLM.from_models(anchor, augmenting, **options): `connections` (where mA meets mB)
+# and every option of CALMConfig below. A pipeline's composition block may hold exactly these keys (None = default).
+CALM_OPTIONS = (
+    "connections",
+    "mode",
+    "num_heads",
+    "normalize_inputs",
+    "rotary",
+    "rotary_theta",
+    "final_norm",
+    "attention_dropout",
+    "augmenting_dropout",
+    "layers_per_connection",
+)
+
 
 class CompositionConfigError(UserError, ValueError):
-    """A composition was asked for something its base models cannot give (bad layers, widths, modes)."""
+    """A composition was asked for something its base models cannot give (bad layers, widths, modes, options)."""
+
+
+class CompositionInputError(CompositionConfigError):
+    """A composition's forward() or generate() was given inputs it cannot use (empty, mismatched, missing)."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def check_num_heads(num_heads, anchor_width: int | None = None, rotary: bool = False):
+    """num_heads must be a positive integer (None = the anchor's head count) that divides the anchor's width."""
+    if num_heads is None:
+        return None
+    width = f" dividing the anchor width {anchor_width}" if anchor_width else ""
+    if not _is_int(num_heads) or num_heads <= 0 or (anchor_width and anchor_width % num_heads):
+        raise CompositionConfigError(
+            f"num_heads must be a positive integer{width} (or None for the anchor's head count), not {num_heads!r}"
+        )
+    if rotary and anchor_width and (anchor_width // num_heads) % 2:
+        raise CompositionConfigError(
+            f"rotary positions need an even head size: num_heads={num_heads} gives {anchor_width // num_heads} "
+            f"(anchor width {anchor_width}); choose other num_heads or rotary=False"
+        )
+    return int(num_heads)
 
 
 def default_connections(num_augmenting_layers: int, num_anchor_layers: int, layers_per_connection: int = 4):
@@ -19,6 +65,8 @@ def default_connections(num_augmenting_layers: int, num_anchor_layers: int, laye
     We take the last layer of each block of `layers_per_connection` mA layers (so the deepest connection reads mA's
     last layer) and the matching fraction of mB's depth, e.g. N_A=24, N_B=32: mA 3,7,...,23 -> mB 4,9,...,31.
     """
+    if not _is_int(layers_per_connection) or layers_per_connection <= 0:
+        raise CompositionConfigError(f"layers_per_connection must be a positive integer, not {layers_per_connection!r}")
     n = max(1, num_augmenting_layers // layers_per_connection)
     pairs = []
     for k in range(1, n + 1):
@@ -58,7 +106,8 @@ class CALMConfig(PreTrainedConfig):
         `[mA layer, mB layer]` pairs (0-based; "after layer i" means the output of decoder layer i).
     mode (`str`): "iterative" (CALM: mA reads the same growing sequence; causal cross-attention) or "encoder"
         (the paper's §4.4 ablation: mA reads the prompt once; every position of mB may read all of it).
-    num_heads (`int`): heads of each cross-attention; defaults to the anchor's head count.
+    num_heads (`int`): heads of each cross-attention, a positive integer dividing the anchor's width; None = the
+        anchor's head count (the composition writes the count it used here).
     normalize_inputs (`bool`): RMS-normalise (without parameters) the query and key/value inputs of each
         cross-attention, so the two models' residual-stream scales do not matter. Adds no parameters.
     rotary (`bool`): rotate queries and keys by their token positions (RoPE, base `rotary_theta`), so that mB can
@@ -71,6 +120,10 @@ class CALMConfig(PreTrainedConfig):
     augmenting_dropout (`float`): dropout on mA's states where the composition reads them (the input of each
         f_proj) while training (none at inference). With few held-in examples, the projection otherwise leans on
         whatever features of mA's states single them out, instead of the ones that generalise.
+    layers_per_connection (`int`): how `from_models` chose the default connections (one per block of this many mA
+        layers, paper: 4); recorded for the reader. The connections in `augmenting` are what the model uses.
+
+    `CALM_OPTIONS` lists these options (with `connections`) as `CALMForCausalLM.from_models` accepts them.
     """
 
     model_type = "calm"
@@ -85,12 +138,25 @@ class CALMConfig(PreTrainedConfig):
     final_norm: bool = False
     attention_dropout: float = 0.0
     augmenting_dropout: float = 0.0
+    layers_per_connection: int = 4
     vocab_size: int | None = None
 
     def __post_init__(self, **kwargs):
         if self.mode not in MODES:
             raise CompositionConfigError(f"mode must be one of {MODES}, not {self.mode!r}")
+        for name in ("normalize_inputs", "rotary", "final_norm"):
+            if not isinstance(getattr(self, name), bool):
+                raise CompositionConfigError(f"{name} must be true or false, not {getattr(self, name)!r}")
+        if not _is_real(self.rotary_theta) or not self.rotary_theta > 0:
+            raise CompositionConfigError(f"rotary_theta must be a positive number, not {self.rotary_theta!r}")
         for name in ("attention_dropout", "augmenting_dropout"):
-            if not 0.0 <= float(getattr(self, name)) < 1.0:
-                raise CompositionConfigError(f"{name} must be in [0, 1), not {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if not _is_real(value) or not 0.0 <= value < 1.0:
+                raise CompositionConfigError(f"{name} must be in [0, 1), not {value!r}")
+        if not _is_int(self.layers_per_connection) or self.layers_per_connection <= 0:
+            raise CompositionConfigError(
+                f"layers_per_connection must be a positive integer, not {self.layers_per_connection!r}"
+            )
+        anchor_width = self.anchor.get("hidden_size") if isinstance(self.anchor, dict) else None
+        self.num_heads = check_num_heads(self.num_heads, anchor_width, self.rotary)
         super().__post_init__(**kwargs)

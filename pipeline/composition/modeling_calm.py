@@ -14,7 +14,9 @@ only the CrossAttention parameters train.
 from __future__ import annotations
 
 import copy
+import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +29,24 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from pipeline.errors import UserError
 
-from .base_models import decoder_layers, describe, final_norm, load_causal_lm, text_config
-from .configuration_calm import CALMConfig, CompositionConfigError, default_connections, validate_connections
+from .base_models import (
+    decoder_layers,
+    describe,
+    final_norm,
+    is_legacy_fingerprint,
+    legacy_fingerprint,
+    load_causal_lm,
+    text_config,
+    truncated_backbone,
+)
+from .configuration_calm import (
+    CALM_OPTIONS,
+    CALMConfig,
+    CompositionConfigError,
+    CompositionInputError,
+    default_connections,
+    validate_connections,
+)
 
 WEIGHTS_NAME = "model.safetensors"
 
@@ -43,25 +61,31 @@ class CrossAttention(nn.Module):
     Parameters: f_proj D_A*D_B, W_Q/W_K/W_V 3*D_B^2 (the paper's Appendix C count) plus the output projection W_O,
     D_B^2, which the paper's formula leaves out. No biases. W_O starts at zero, so an untrained composition is
     exactly its anchor.
+
+    Its options come from the composition's CALMConfig (num_heads, normalize_inputs, rotary, rotary_theta,
+    attention_dropout, augmenting_dropout); `config.num_heads` must be set (CALMForCausalLM sets None to the
+    anchor's head count). They are copied to attributes of the same names, which forward() reads.
     """
 
-    def __init__(
-        self, augmenting_width: int, anchor_width: int, num_heads: int, normalize_inputs: bool = True,
-        rotary: bool = True, rotary_theta: float = 10000.0, attention_dropout: float = 0.0,
-        augmenting_dropout: float = 0.0,
-    ):
+    def __init__(self, config: CALMConfig, augmenting_width: int, anchor_width: int):
         super().__init__()
-        if anchor_width % num_heads != 0:
-            raise CompositionConfigError(f"num_heads={num_heads} does not divide the anchor width {anchor_width}")
+        num_heads = config.num_heads
+        if num_heads is None:
+            raise CompositionConfigError("CrossAttention needs config.num_heads (None means the anchor's head count: "
+                                         "CALMForCausalLM fills it in)")
+        if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads <= 0 or anchor_width % num_heads:
+            raise CompositionConfigError(
+                f"num_heads must be a positive integer dividing the anchor width {anchor_width}, not {num_heads!r}"
+            )
         self.num_heads = num_heads
         self.head_dim = anchor_width // num_heads
-        if rotary and self.head_dim % 2:
+        if config.rotary and self.head_dim % 2:
             raise CompositionConfigError(f"rotary positions need an even head size, not {self.head_dim}")
-        self.normalize_inputs = normalize_inputs
-        self.rotary = rotary
-        self.rotary_theta = rotary_theta
-        self.attention_dropout = attention_dropout
-        self.augmenting_dropout = augmenting_dropout
+        self.normalize_inputs = config.normalize_inputs
+        self.rotary = config.rotary
+        self.rotary_theta = config.rotary_theta
+        self.attention_dropout = config.attention_dropout
+        self.augmenting_dropout = config.augmenting_dropout
         self.f_proj = nn.Linear(augmenting_width, anchor_width, bias=False)
         self.q_proj = nn.Linear(anchor_width, anchor_width, bias=False)
         self.k_proj = nn.Linear(anchor_width, anchor_width, bias=False)
@@ -163,12 +187,15 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
 
     def __init__(self, config: CALMConfig, anchor: PreTrainedModel, augmenting: list[PreTrainedModel]):
         super().__init__(config)
+        if not isinstance(config.augmenting, list) or not config.augmenting:
+            raise CompositionConfigError("the config names no augmenting models (build it with from_models)")
         if len(augmenting) != len(config.augmenting):
             raise CompositionConfigError(
                 f"the config names {len(config.augmenting)} augmenting models but {len(augmenting)} were given"
             )
         anchor_config = text_config(anchor)
-        num_heads = config.num_heads or anchor_config.num_attention_heads
+        if config.num_heads is None:  # the default, written down so that the saved config says what was built
+            config.num_heads = anchor_config.num_attention_heads
         self.anchor = anchor
         backbones, bridges, augmenting_layers, final_norms = [], [], [], []
         for index, (model, record) in enumerate(zip(augmenting, config.augmenting)):
@@ -178,7 +205,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 anchor_config.num_hidden_layers,
                 f"augmenting model {index}",
             )
-            backbone, layers = self._truncated_backbone(model, max(i for i, _ in connections))
+            backbone, layers = truncated_backbone(model, max(i for i, _ in connections))
             last = text_config(model).num_hidden_layers - 1
             reads_last = config.final_norm and any(i == last for i, _ in connections)
             final_norms.append((final_norm(model), last) if reads_last else None)
@@ -186,12 +213,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             augmenting_layers.append(layers)
             width = text_config(model).hidden_size
             bridges.append(
-                nn.ModuleList(
-                    CrossAttention(width, anchor_config.hidden_size, num_heads, config.normalize_inputs,
-                                   config.rotary, config.rotary_theta, config.attention_dropout,
-                                   config.augmenting_dropout)
-                    for _ in connections
-                )
+                nn.ModuleList(CrossAttention(config, width, anchor_config.hidden_size) for _ in connections)
             )
         self.augmenting = nn.ModuleList(backbones)
         self._augmenting_layers = augmenting_layers  # plain references; the modules are registered via the backbones
@@ -220,24 +242,38 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         anchor: PreTrainedModel,
         augmenting: PreTrainedModel | list[PreTrainedModel],
         connections=None,
-        mode: str = "iterative",
-        num_heads: int | None = None,
-        normalize_inputs: bool = True,
-        rotary: bool = True,
-        final_norm: bool = False,
-        attention_dropout: float = 0.0,
-        augmenting_dropout: float = 0.0,
-        layers_per_connection: int = 4,
+        **options,
     ) -> "CALMForCausalLM":
         """Compose `anchor` with `augmenting` (one model or a list).
 
         connections: None for the paper's default (every `layers_per_connection`-th mA layer, mapped uniformly onto
         mB), a list of (mA layer, mB layer) pairs when there is one mA, or one such list per mA.
-        The composition takes ownership of the models: each mA loses its layers past the deepest connection.
+        options: any CALMConfig option by keyword (`CALM_OPTIONS`: mode, num_heads, normalize_inputs, rotary,
+        rotary_theta, final_norm, attention_dropout, augmenting_dropout, layers_per_connection); None or absent =
+        the default, so a configuration block can be passed straight through: `from_models(mB, mA, **block)`.
+        An unknown keyword or a bad value fails at once with one line (CompositionConfigError).
+
+        The models' weights are used, not copied, and frozen in place (requires_grad=False; their layers in eval
+        mode); the anchor gets forward hooks that act only during a composition's forward. Each mA object is left
+        whole: the composition runs mA through its own shallow copy of mA's base model, whose layer list holds only
+        the layers up to the deepest connection (a few new container objects; no tensor is copied, so no memory is
+        added for weights). The caller's mA keeps all its layers, its LM head and its config and gives the same
+        outputs as before; once the caller drops it, its LM head and the layers past the deepest connection are
+        freed. An mA that is also the anchor, or is listed twice, is deep-copied (a copy of its weights).
         """
+        unknown = sorted(set(options) - set(CALM_OPTIONS))
+        if unknown:
+            raise CompositionConfigError(
+                f"from_models: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"the options are {', '.join(CALM_OPTIONS)}"
+            )
+        options = {k: v for k, v in options.items() if v is not None}  # None = the default, as a conf block's null
         augmenting = [augmenting] if isinstance(augmenting, PreTrainedModel) else list(augmenting)
         if not augmenting:
             raise CompositionConfigError("a composition needs at least one augmenting model")
+        anchor_config = text_config(anchor)
+        # Every option checked (num_heads against the anchor's width too) before any work on the models.
+        settings = CALMConfig(anchor={"hidden_size": anchor_config.hidden_size}, **options)
         if connections is not None:
             if len(connections) == 0:
                 raise CompositionConfigError("connections must be a non-empty list of (mA layer, mB layer) pairs")
@@ -249,11 +285,11 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 raise CompositionConfigError(
                     f"{len(connections)} connection lists given for {len(augmenting)} augmenting models"
                 )
-        anchor_config = text_config(anchor)
         records = []
         for index, model in enumerate(augmenting):
             if model is anchor or any(model is other for other in augmenting[:index]):
-                model = augmenting[index] = copy.deepcopy(model)  # truncating it must not cut the anchor's layers
+                # One object in two roles would carry both roles' hooks and share their state: give mA its own.
+                model = augmenting[index] = copy.deepcopy(model)
             config = text_config(model)
             if config.vocab_size != anchor_config.vocab_size:
                 raise CompositionConfigError(
@@ -261,7 +297,9 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                     f"{anchor_config.vocab_size}: mA and mB must share one tokenizer"
                 )
             pairs = (
-                default_connections(config.num_hidden_layers, anchor_config.num_hidden_layers, layers_per_connection)
+                default_connections(
+                    config.num_hidden_layers, anchor_config.num_hidden_layers, settings.layers_per_connection
+                )
                 if connections is None
                 else validate_connections(
                     connections[index], config.num_hidden_layers, anchor_config.num_hidden_layers,
@@ -269,26 +307,9 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 )
             )
             records.append({**describe(model), "connections": [list(pair) for pair in pairs]})
-        config = CALMConfig(
-            anchor=describe(anchor),
-            augmenting=records,
-            mode=mode,
-            num_heads=num_heads or anchor_config.num_attention_heads,
-            normalize_inputs=normalize_inputs,
-            rotary=rotary,
-            final_norm=final_norm,
-            attention_dropout=attention_dropout,
-            augmenting_dropout=augmenting_dropout,
-            vocab_size=anchor_config.vocab_size,
-        )
+        options["num_heads"] = settings.num_heads or anchor_config.num_attention_heads
+        config = CALMConfig(anchor=describe(anchor), augmenting=records, vocab_size=anchor_config.vocab_size, **options)
         return cls(config, anchor, augmenting)
-
-    @staticmethod
-    def _truncated_backbone(model: PreTrainedModel, deepest_layer: int) -> tuple[nn.Module, nn.ModuleList]:
-        """mA without its LM head and without the layers past the deepest connection: they would be wasted work."""
-        layers = decoder_layers(model)
-        del layers[deepest_layer + 1 :]
-        return model.base_model, layers
 
     def _register_hooks(self):
         anchor_layers = decoder_layers(self.anchor)
@@ -374,10 +395,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         logits_to_keep: int | torch.Tensor = 0,
         **kwargs,
     ) -> CausalLMOutputWithPast:
-        if input_ids is None:
-            raise ValueError("CALMForCausalLM needs input_ids: the augmenting models read the same tokens")
-        if augmenting_input_ids is not None and self.config.mode != "encoder":
-            raise CompositionConfigError("augmenting_input_ids is for mode='encoder'; in iterative mode mA reads input_ids")
+        self._check_inputs(input_ids, augmenting_input_ids, augmenting_attention_mask)
         cache = past_key_values
         if cache is None and use_cache:
             cache = CALMCache(len(self.augmenting))
@@ -386,7 +404,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         if attention_mask is None:
             attention_mask = torch.ones(batch, past + new, dtype=torch.long, device=input_ids.device)
         if attention_mask.shape != (batch, past + new):
-            raise ValueError(
+            raise CompositionInputError(
                 f"attention_mask has shape {tuple(attention_mask.shape)}; expected {(batch, past + new)} "
                 "(the cached tokens and the new ones)"
             )
@@ -397,8 +415,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             step = self._iterative_keys_values(input_ids, attention_mask, position_ids, cache, past)
         else:
             step = self._encoder_keys_values(
-                input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache, past,
-                labels,
+                input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache
             )
 
         self._step = step
@@ -419,6 +436,35 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             cache.anchor = outputs.past_key_values
             cache.length = past + new
         return CausalLMOutputWithPast(loss=outputs.loss, logits=outputs.logits, past_key_values=cache)
+
+    def _check_inputs(self, input_ids, augmenting_input_ids, augmenting_attention_mask):
+        """One line for inputs the composition cannot use, instead of a traceback from deep inside a base model."""
+        if input_ids is None:
+            raise CompositionInputError("CALMForCausalLM needs input_ids: the augmenting models read the same tokens")
+        if input_ids.dim() != 2 or input_ids.numel() == 0:
+            raise CompositionInputError(
+                f"input_ids must be a non-empty [batch, tokens] tensor, not one of shape {tuple(input_ids.shape)}"
+            )
+        if augmenting_input_ids is None:
+            return
+        if self.config.mode != "encoder":
+            raise CompositionConfigError("augmenting_input_ids is for mode='encoder'; in iterative mode mA reads input_ids")
+        if augmenting_input_ids.dim() != 2 or augmenting_input_ids.numel() == 0:
+            raise CompositionInputError(
+                "augmenting_input_ids (the prompt mA reads) must be a non-empty [batch, tokens] tensor, not one of "
+                f"shape {tuple(augmenting_input_ids.shape)}; a row with no prompt is all padding, with a zero "
+                "augmenting_attention_mask"
+            )
+        if augmenting_input_ids.shape[0] != input_ids.shape[0]:
+            raise CompositionInputError(
+                f"augmenting_input_ids has {augmenting_input_ids.shape[0]} rows and input_ids "
+                f"{input_ids.shape[0]}: give one mA prompt per row of input_ids"
+            )
+        if augmenting_attention_mask is not None and augmenting_attention_mask.shape != augmenting_input_ids.shape:
+            raise CompositionInputError(
+                f"augmenting_attention_mask has shape {tuple(augmenting_attention_mask.shape)}; expected that of "
+                f"augmenting_input_ids, {tuple(augmenting_input_ids.shape)}"
+            )
 
     def _run_augmenting(self, index, input_ids, attention_mask, position_ids, past_key_values, use_cache):
         """mA up to its deepest connected layer, without gradients; returns its cache and {layer: states}."""
@@ -471,7 +517,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         return _AnchorStep(position_ids, keys_values, [allowed] * count, [has_key] * count)
 
     def _encoder_keys_values(
-        self, input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache, past, labels
+        self, input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache
     ) -> _AnchorStep:
         """§4.4 ablation: mA encodes the prompt once; every mB position may read every real prompt token."""
         new_tokens = input_ids.shape[1]
@@ -481,12 +527,11 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 kv, key_mask = cache.keys_values[a], cache.augmenting_mask[a]
             else:
                 if augmenting_input_ids is None:
-                    if past > 0 or labels is not None:
-                        raise CompositionConfigError(
-                            "mode='encoder' needs augmenting_input_ids (the prompt mA reads) when training or "
-                            "continuing a sequence; otherwise mA would read the answer"
-                        )
-                    augmenting_input_ids, augmenting_attention_mask = input_ids, attention_mask[:, past:]
+                    raise CompositionInputError(
+                        "mode='encoder' needs augmenting_input_ids (the prompt mA reads once, with its "
+                        "augmenting_attention_mask); without it mA would read all of input_ids, so earlier positions "
+                        "would see later tokens. generate() passes the prompt itself."
+                    )
                 if augmenting_attention_mask is None:
                     augmenting_attention_mask = torch.ones_like(augmenting_input_ids)
                 augmenting_positions = _positions_from_mask(augmenting_attention_mask)
@@ -532,11 +577,30 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *, anchor=None, augmenting=None, **base_kwargs):
-        """Load a saved composition. Bases are loaded from the paths its config names unless given here."""
+        """Load a saved composition. Bases are loaded from the paths its config names unless given here.
+
+        The bases must be the ones it was trained with: their shapes and weight fingerprints are checked (a
+        composition saved with the first fingerprint scheme, input embeddings only, is checked with that scheme,
+        with a warning; saving it again records the full one).
+        """
         directory = Path(pretrained_model_name_or_path)
-        if not (directory / WEIGHTS_NAME).is_file() or not (directory / "config.json").is_file():
+        config_file = directory / "config.json"
+        if config_file.is_file():
+            try:
+                model_type = json.loads(config_file.read_text()).get("model_type")
+            except (ValueError, AttributeError):  # not JSON, or not a JSON object
+                raise CompositionLoadError(f"{config_file} is not a JSON object: not a saved composition") from None
+            if model_type != CALMConfig.model_type:
+                what = f"a {model_type} model" if model_type else "a config.json without a model_type"
+                raise CompositionLoadError(
+                    f"{directory} holds {what}, not a saved CALM composition; compose it with "
+                    "CALMForCausalLM.from_models (load it with load_causal_lm)"
+                )
+        if not (directory / WEIGHTS_NAME).is_file() or not config_file.is_file():
             raise CompositionLoadError(f"{directory} is not a saved composition (needs config.json and {WEIGHTS_NAME})")
         config = CALMConfig.from_pretrained(directory)
+        if not isinstance(config.anchor, dict) or not isinstance(config.augmenting, list) or not config.augmenting:
+            raise CompositionLoadError(f"{config_file} names no anchor or no augmenting models: not a saved composition")
         if anchor is None:
             anchor = load_causal_lm(_source(config.anchor, "anchor"), config.anchor.get("gguf_file"), **base_kwargs)
         if augmenting is None:
@@ -545,7 +609,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 for i, record in enumerate(config.augmenting)
             ]
         augmenting = [augmenting] if isinstance(augmenting, PreTrainedModel) else list(augmenting)
-        _check_bases(config, anchor, augmenting)
+        _check_bases(config, anchor, augmenting, directory)
         model = cls(config, anchor, augmenting)
         model.load_composition_state(load_file(directory / WEIGHTS_NAME))
         return model.eval()  # as transformers' from_pretrained: a loaded model is ready for inference (no dropout)
@@ -584,21 +648,47 @@ def _source(record: dict, role: str) -> str:
     return record["name_or_path"]
 
 
-def _check_bases(config: CALMConfig, anchor: PreTrainedModel, augmenting: list[PreTrainedModel]):
-    """Refuse bases other than those the composition was trained with, naming what differs."""
+def _check_bases(config: CALMConfig, anchor: PreTrainedModel, augmenting: list[PreTrainedModel], directory=None):
+    """Refuse bases other than those the composition was trained with, naming what differs.
+
+    A record with a first-scheme fingerprint (a bare digest of the input embeddings, before "w2:") is checked with
+    that scheme and, if it matches, upgraded in `config` to the current one, with a warning: only the embeddings were
+    compared. Saving the composition again writes the current fingerprints.
+    """
     if len(augmenting) != len(config.augmenting):
         raise CompositionLoadError(
             f"the composition was trained with {len(config.augmenting)} augmenting models; {len(augmenting)} given"
         )
-    fields = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "fingerprint")
+    fields = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     pairs = [("anchor", config.anchor, anchor)] + [
         (f"augmenting model {i}", record, model) for i, (record, model) in enumerate(zip(config.augmenting, augmenting))
     ]
+    legacy = []
     for role, record, model in pairs:
         actual = describe(model)
         differences = [f"{f} {record.get(f)!r} != {actual[f]!r}" for f in fields if record.get(f) != actual[f]]
+        saved = record.get("fingerprint")
+        if is_legacy_fingerprint(saved):
+            if not differences and saved != (now := legacy_fingerprint(model)):
+                differences.append(
+                    f"fingerprint {saved!r} != {now!r} (saved with an older fingerprint scheme: input embeddings only)"
+                )
+        elif saved != actual["fingerprint"]:
+            differences.append(
+                f"fingerprint {saved!r} != {actual['fingerprint']!r} (other weights, or the same loaded in another dtype)"
+            )
         if differences:
             raise CompositionLoadError(
                 f"{role} does not match the one this composition was trained with "
                 f"({record.get('name_or_path')}): " + ", ".join(differences)
             )
+        if is_legacy_fingerprint(saved):
+            legacy.append(role)
+            record["fingerprint"] = actual["fingerprint"]
+    if legacy:
+        warnings.warn(
+            f"the composition{f' in {directory}' if directory else ''} was saved with an older fingerprint scheme "
+            f"(input embeddings only): only the embeddings of its {' and '.join(legacy)} were checked against the "
+            "bases it was trained with; save it again (save_pretrained) to record fingerprints of all weights",
+            stacklevel=3,
+        )
