@@ -40,8 +40,9 @@ table1: setup
 	$(VENV_PATH) $(DVC) repro report@table1
 	@cat reports/table1.md
 
-table5:
-	@echo "table5: not built yet: the ablations are issue 11 (they will be models of each world in conf/, reported by report@table5)" >&2; exit 1
+table5: setup
+	$(VENV_PATH) $(DVC) repro report@table5
+	@cat reports/table5.md
 
 table2 table3:
 	@echo "$@: not built yet: the language world (paper §4.2) is issue 12; it plugs in as conf/world/<name>.yaml + a world module" >&2; exit 1

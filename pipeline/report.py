@@ -4,6 +4,12 @@ A table is blocks, one per world (`reports.<table>.blocks.<world>`): rows are ev
 metric), columns are models; each cell is our figure beside the paper's. Under the table: the settings a reader
 needs to rerun it, generic (preset, seeds, models, compositions, grading) and world-specific (the world
 module's `report_lines`).
+
+A table that names a `reference` column (Table 5: ablations) is a table over seeds (build_seed_table): each
+cell is the mean +- std over every seed that exists for its model, the default cell (the DVC stage's output)
+and the runs of Hydra sweeps (pipeline/sweep.py: reports/<world>/sweeps/<sweep>/<model>-seed<k>/run.json, made
+with the model's current conf); each column is compared with the reference, a difference counting only beyond
+the seed spread (`significance`). It also prints each model's training time and added or trained parameters.
 """
 from __future__ import annotations
 
@@ -31,8 +37,26 @@ def _metrics(world: str, model: str) -> dict:
     return json.loads(require(metrics_path(world, model), "upstream metrics").read_text())["metrics"]
 
 
-def _model_line(name: str, cfg: dict) -> str:
+def _differences(cfg: dict, ref: dict, prefix: str = "") -> list[str]:
+    out = []
+    for k in sorted(set(cfg) | set(ref)):
+        if k in ("variant_of", "seed"):
+            continue
+        a, b = cfg.get(k), ref.get(k)
+        if isinstance(a, dict) and isinstance(b, (dict, type(None))):
+            out += _differences(a, b or {}, f"{prefix}{k}.")
+        elif a != b:
+            out.append(f"{prefix}{k} " + (", ".join(map(str, a)) if isinstance(a, list) else
+                                          f"{{{', '.join(f'{x}: {y}' for x, y in a.items())}}}" if isinstance(a, dict) else str(a)))
+    return out
+
+
+def _model_line(name: str, cfg: dict, models: dict | None = None) -> str:
     kind = cfg.get("kind")
+    ref = (models or {}).get(cfg.get("variant_of"))
+    if ref is not None:  # a variant (conf/composition/variant.yaml): what differs from its reference
+        return (f"{name}: {cfg['variant_of']} with " + "; ".join(_differences(cfg, ref))
+                + (f"; its own seed {cfg['seed']}" if cfg.get("seed") is not None else ""))
     if kind == "composition":
         comp = cfg.get("composition") or {}
         replay = float(cfg.get("anchor_replay") or 0.0)
@@ -50,15 +74,38 @@ def _model_line(name: str, cfg: dict) -> str:
     data = cfg.get("data")
     data = ", ".join(data) if isinstance(data, list) else data
     steps = (cfg.get("train") or {}).get("steps")
-    extra = f", LoRA r={cfg['lora']['r']}" if kind == "lora" and cfg.get("lora") else ""
+    rank = (cfg.get("lora") or {}).get("r")
+    extra = "" if kind != "lora" or rank is None else (f", LoRA r matched to {rank['match']}'s added parameters"
+                                                        if isinstance(rank, dict) else f", LoRA r={rank}")
+    if steps == 0:
+        return f"{name}: {kind}{shape} (init {cfg.get('init', 'random')}, untrained{extra})"
     return f"{name}: {kind}{shape} (init {cfg.get('init', 'random')}, data {data}, {steps} steps{extra})"
 
 
-def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
+def _models_behind(world: str, names, models: dict) -> list[str]:
+    """The named models and every model they build on (init, anchor, augmenting), in declaration order."""
+    from pipeline.stages import upstream_models
+
+    todo, seen = list(names), set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += upstream_models(world, name, models[name], models)
+    return [m for m in models if m in seen]
+
+
+def table_conf(table: str, params: dict) -> dict:
     reports = params.get("reports") or {}
     if table not in reports:
         raise PipelineError(f"unknown report {table!r}: params.yaml declares {', '.join(reports) or 'none'}")
-    tcfg = reports[table]
+    return reports[table]
+
+
+def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
+    tcfg = table_conf(table, params)
+    if tcfg.get("reference"):
+        return build_seed_table(table, params)
     md = io.StringIO()
     md.write(f"# {table}: {tcfg.get('title', '')}, preset `{params['preset']}`\n\n")
     md.write("Each cell is **ours** / paper; greedy decoding unless a set says otherwise.\n")
@@ -99,7 +146,7 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
         if cuts:
             md.write("- grading: " + ", ".join(f"{s} up to the first `{c}`" for s, c in cuts.items())
                      + "; all else as the metric says, on the whole output\n")
-        md.write("- models: " + "; ".join(_model_line(n, models[n]) for n in models) + "\n")
+        md.write("- models: " + "; ".join(_model_line(n, models[n]) for n in _models_behind(world, cols.values(), models)) + "\n")
         first = list(cols)[0]
         md.write("- test sizes: " + ", ".join(f"{c['set']} n={c['n']}" for c in cells if c["world"] == world and c["model"] == first) + "\n")
     buf = io.StringIO()
@@ -111,14 +158,242 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
     return md.getvalue(), buf.getvalue(), cells
 
 
+# ---- tables over seeds (Table 5) -------------------------------------------------------------------------------
+SWEEPS = "sweeps"  # reports/<world>/sweeps/<sweep>/<model>-seed<k>/: one Hydra job each (pipeline/sweep.py)
+RUN_FILE = "run.json"  # a sweep run's record, written last: a run without it is unfinished and never counted
+
+
+def sweeps_dir(world: str) -> Path:
+    return Path("reports") / world / SWEEPS
+
+
+def run_digest(params: dict, world: str, name: str) -> str:
+    """What a run's figures depend on besides its seed: the model's conf, the confs of the models it builds on,
+    the world's data, evaluation and positions, the global seed (data, anchor replay). A sweep run counts in a
+    table only while its digest is the model's current one (a run made under another conf is stale)."""
+    from pipeline.io import fingerprint
+    from pipeline.stages import upstream_models
+
+    w = params["worlds"][world]
+    models = w["models"]
+    strip = lambda cfg: {k: v for k, v in cfg.items() if k != "seed"}  # noqa: E731  (seeds are what a sweep varies)
+    related = {u: strip(models[u]) for u in upstream_models(world, name, models[name], models)}
+    return fingerprint({"model": strip(models[name]), "related": related, "data": w["data"], "evaluation": w["evaluation"],
+                        "max_positions": w["max_positions"], "seed": params["seed"],
+                        "precision": (params.get("runtime") or {}).get("precision", "fp32")})
+
+
+def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[str]]:
+    """-> (runs, notes): every finished run of model `name` under its current conf, one per seed, each
+    {seed, metrics, train_info, source}: the default cell first (reports/<world>/metrics/<name>.json beside
+    models/<world>/<name>/train_info.json), then the sweep runs in name order; notes say what was left out."""
+    from pipeline.stages import model_dir
+
+    runs, notes, seen = [], [], set()
+    metrics_file, info_file = metrics_path(world, name), model_dir(world, name) / "train_info.json"
+    if metrics_file.exists() and info_file.exists():
+        info = json.loads(info_file.read_text())
+        runs.append({"seed": info.get("seed"), "metrics": json.loads(metrics_file.read_text())["metrics"],
+                     "train_info": info, "source": "default"})
+        seen.add(info.get("seed"))
+    digest, stale, duplicate = run_digest(params, world, name), 0, 0
+    root = sweeps_dir(world)
+    for run_file in sorted(root.glob(f"*/{name}-seed*/{RUN_FILE}")) if root.is_dir() else []:
+        run = json.loads(run_file.read_text())
+        if run.get("model") != name:
+            continue
+        if run.get("digest") != digest:
+            stale += 1
+        elif run["seed"] in seen:
+            duplicate += 1
+        else:
+            seen.add(run["seed"])
+            runs.append({"seed": run["seed"], "metrics": run["metrics"], "train_info": run["train_info"],
+                         "source": f"sweep {run_file.parent.parent.name}"})
+    if stale:
+        notes.append(f"{name}: {stale} sweep run(s) made under another conf left out")
+    if duplicate:
+        notes.append(f"{name}: {duplicate} sweep run(s) with a seed already counted left out")
+    return runs, notes
+
+
+def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    import statistics
+
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def _groups_above(run_metrics: dict, reference_metrics: dict, set_name: str) -> float | None:
+    """How many groups (e.g. languages) of a set a run scores above the reference model on (paper: #(>mB))."""
+    mine, ref = (run_metrics.get(set_name) or {}).get("by_group"), (reference_metrics.get(set_name) or {}).get("by_group")
+    if mine is None or ref is None:
+        return None
+    return float(sum(1 for g, v in mine.items() if g in ref and v > ref[g]))
+
+
+def _added_parameters(info: dict) -> tuple[int | None, str]:
+    if "n_composition_parameters" in info:
+        return info["n_composition_parameters"], "added (cross-attention)"
+    if "n_trainable_parameters" in info:
+        return info["n_trainable_parameters"], "trained (LoRA)"
+    return info.get("n_parameters"), "trained (every weight)"
+
+
+def _parity_line(world: str, cols: dict, runs: dict) -> list[str]:
+    """CALM's added count beside each LoRA's trainable count; a LoRA matched to an older count is refused."""
+    lines = []
+    for title, name in cols.items():
+        info = runs[title][0]["train_info"] if runs[title] else None
+        if not info or "lora_match" not in info:
+            continue
+        ref_title = next((t for t, m in cols.items() if m == info["lora_match"]), info["lora_match"])
+        ref = runs.get(ref_title) or []
+        ref_count = ref[0]["train_info"].get("n_composition_parameters") if ref else None
+        if ref_count is not None and ref_count != info["lora_match_parameters"]:
+            raise PipelineError(f"{world}/{name} was matched to {info['lora_match_parameters']:,} parameters but "
+                                f"{world}/{info['lora_match']} now adds {ref_count:,}: retrain it (dvc repro -f train@{world}/{name})")
+        budget, trained = info["lora_match_parameters"], info["n_trainable_parameters"]
+        targets = info.get("lora_target_modules")
+        lines.append(f"parameter parity: {ref_title} adds {budget:,} parameters; {title} trains {trained:,} "
+                     f"({100 * (trained - budget) / budget:+.2f}%; rank {info.get('lora_r')} on "
+                     f"{targets if isinstance(targets, str) else ', '.join(targets)}; rule: within 2%)")
+    return lines
+
+
+def _fmt_cell(mean, std, n, paper=None, has_paper=False) -> str:
+    if not n:
+        return "not run"
+    text = f"**{mean:.1f}**" + (f" ± {std:.1f}" if std is not None else "")
+    return text + (f" / {_fmt(paper)}" if has_paper else "")
+
+
+def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
+    """A table over seeds: cells mean +- std over every run of each column's model (model_runs), each column
+    compared with the `reference` one: a difference is significant when both have >= 2 seeds and
+    |mean - reference mean| > `significance` x the larger of their two stds."""
+    tcfg = table_conf(table, params)
+    reference, k = tcfg["reference"], float(tcfg.get("significance", 2.0))
+    rule = (f"a difference from {reference} is marked † (beyond the seed spread) when both cells have >= 2 seeds and "
+            f"|Δ mean| > {k:g} × the larger of the two standard deviations; with fewer seeds it is not a finding")
+    body, cells, missing = io.StringIO(), [], []
+    for world, block in tcfg["blocks"].items():
+        wcfg = params["worlds"][world]
+        cols, models, sets = block["columns"], wcfg["models"], wcfg["evaluation"]["sets"]
+        if reference not in cols:
+            raise PipelineError(f"reports.{table}: reference column {reference!r} is not a column of block {world} "
+                                f"({', '.join(cols)})")
+        runs, notes = {}, []
+        for title, name in cols.items():
+            runs[title], n = model_runs(params, world, name)
+            notes += n
+            if not runs[title]:
+                missing.append(f"{world}/{name}")
+        rows = block["rows"] + block.get("extra_rows", [])
+        has_paper = any(row.get("paper") for row in rows)
+        body.write(f"\n## {world}\n")
+        body.write("\n| task | metric | " + " | ".join(cols) + " |\n|---|---|" + "---|" * len(cols) + "\n")
+        body.write("| seeds | | " + " | ".join(str(len(runs[t])) for t in cols) + " |\n")
+        deltas = []
+        for row in rows:
+            if row["set"] not in sets:
+                raise PipelineError(f"reports.{table}: row {row['name']!r} reads set {row['set']!r}, which world {world} does not evaluate")
+            metric = (sets[row["set"]] or {}).get("metric", "exact_match")
+            above = row.get("groups_above")
+            if above:
+                ref_metrics = _metrics(world, above)
+                metric = f"#(>{above})"
+            stats = {}
+            for title in cols:
+                values = [(_groups_above(r["metrics"], ref_metrics, row["set"]) if above else (r["metrics"].get(row["set"]) or {}).get("score"))
+                          for r in runs[title]]
+                values = [v for v in values if v is not None]
+                stats[title] = (*_mean_std(values), len(values), [r["seed"] for r in runs[title]])
+            line, delta_line = [], []
+            for title, name in cols.items():
+                mean, std, n, seeds = stats[title]
+                rmean, rstd, rn, _ = stats[reference]
+                delta = None if not n or not rn or title == reference else mean - rmean
+                significant = (delta is not None and n >= 2 and rn >= 2
+                               and abs(delta) > k * max(std or 0.0, rstd or 0.0))
+                paper = (row.get("paper") or {}).get(title)
+                cells.append({"table": table, "world": world, "task": row["name"], "set": row["set"], "metric": metric,
+                              "model": title, "model_name": name, "ours": mean, "std": std, "n_seeds": n,
+                              "seeds": " ".join(map(str, seeds)), "paper": paper,
+                              "delta_vs_reference": delta, "significant": significant if delta is not None else None})
+                line.append(_fmt_cell(mean, std, n, paper, has_paper))
+                if title != reference:
+                    delta_line.append("-" if delta is None else f"{delta:+.1f}" + (" †" if significant else ""))
+            body.write(f"| {row['name']} | {METRIC_NAMES.get(metric, metric)} | " + " | ".join(line) + " |\n")
+            deltas.append(f"| {row['name']} | " + " | ".join(delta_line) + " |")
+        others = [t for t in cols if t != reference]
+        body.write(f"\nDifference from {reference} (Δ = column − {reference}; † = beyond the seed spread):\n\n"
+                   "| task | " + " | ".join(others) + " |\n|---|" + "---|" * len(others) + "\n" + "\n".join(deltas) + "\n\n")
+        if block.get("note"):
+            body.write(f"- {block['note']}\n")
+        elif not has_paper:
+            body.write("- the paper has no cells for this block\n")
+        body.write(f"- {rule}\n")
+        body.write(f"- preset `{params['preset']}`; global seed {params['seed']} (data, anchor replay); seeds per column "
+                   "(the model's own seed: its init and data order): "
+                   + "; ".join(f"{t} {', '.join(str(r['seed']) for r in runs[t]) or 'none'}" for t in cols) + "\n")
+        sources = sorted({r["source"] for t in cols for r in runs[t]})
+        body.write(f"- runs: {', '.join(sources) or 'none'} (default = the DVC stage's output; sweep = "
+                   f"`python -m pipeline.sweep`, reports/{world}/{SWEEPS}/<sweep>/)\n")
+        for line in _parity_line(world, cols, runs):
+            body.write(f"- {line}\n")
+        cost = []
+        for title, name in cols.items():
+            infos = [r["train_info"] for r in runs[title]]
+            if not infos:
+                continue
+            count, what = _added_parameters(infos[0])
+            secs = [i.get("seconds_this_run") for i in infos if i.get("seconds_this_run") is not None]
+            mean_secs = sum(secs) / len(secs) if secs else None
+            time_text = ("untrained" if infos[0].get("untrained") else "training time not recorded" if mean_secs is None
+                         else f"{mean_secs / 60:.1f} min training" if mean_secs >= 120 else f"{mean_secs:.0f} s training")
+            time_text += f" (mean of {len(secs)} runs)" if len(secs) > 1 else ""
+            cost.append(f"{title} ({name}): {count:,} parameters {what}, {infos[0].get('steps')} steps, {time_text}")
+        body.write("- per model: " + "; ".join(cost) + "\n")
+        module = get_world(params, world)
+        if hasattr(module, "report_lines"):
+            summary = json.loads(require(Path("data") / world / "summary.json", "upstream output").read_text())
+            for line in module.report_lines(wcfg["data"], summary):
+                body.write(f"- {line}\n")
+        body.write("- models: " + "; ".join(_model_line(n, models[n], models) for n in _models_behind(world, cols.values(), models)) + "\n")
+        for note in notes:
+            body.write(f"- {note}\n")
+    md = io.StringIO()
+    md.write(f"# {table}: {tcfg.get('title', '')}, preset `{params['preset']}`\n\n")
+    if missing:
+        md.write(f"**INCOMPLETE: no run yet of {', '.join(missing)}** (their cells say `not run`).\n\n")
+    md.write("Each cell is the **mean** ± std over the seeds that exist (the `seeds` row counts them)"
+             + (", then the paper's figure" if any(c["paper"] is not None for c in cells) else "") + "; greedy decoding.\n")
+    md.write(body.getvalue())
+    buf = io.StringIO()
+    fields = ["table", "world", "task", "set", "metric", "model", "model_name", "ours", "std", "n_seeds", "seeds", "paper",
+              "delta_vs_reference", "significant", "preset"]
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for c in cells:
+        w.writerow({**c, "preset": params["preset"]})
+    return md.getvalue(), buf.getvalue(), cells
+
+
+def write_report(table: str, params: dict) -> str:
+    """Build the table, then write reports/<table>.csv and .md (each atomically); -> the markdown."""
+    md, csv_text, _ = build_table(table, params)
+    atomic_write_text(Path("reports") / f"{table}.csv", csv_text)
+    atomic_write_text(Path("reports") / f"{table}.md", md)
+    return md
+
+
 @cli
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
         raise PipelineError("usage: python -m pipeline.report <table>")
-    md, csv_text, _ = build_table(argv[0], load_params())
-    atomic_write_text(Path("reports") / f"{argv[0]}.csv", csv_text)
-    atomic_write_text(Path("reports") / f"{argv[0]}.md", md)
-    print(md)
+    print(write_report(argv[0], load_params()))
 
 
 if __name__ == "__main__":

@@ -257,6 +257,7 @@ class Lora(Kind):
     name = "lora"
 
     def build(self, stage, tokenizer):
+        import torch
         from peft import LoraConfig, get_peft_model
         from transformers import set_seed
 
@@ -271,13 +272,17 @@ class Lora(Kind):
             if set(rank) != {"match"}:
                 raise PipelineError(f"model {key}: lora.r must be a positive integer or {{match: <composition>}}, not {rank!r}")
             match = rank["match"]
+            what = f"model {key} (lora.r: {{match: {match}}})"
             budget = composition_added_parameters(stage.params, stage.world, match, tokenizer)
+            if stage.is_sibling(init):  # refused before anything is loaded: the plan needs only the shapes
+                with torch.random.fork_rng():
+                    lora_plan(_built_architecture(stage.params, stage.world, init, tokenizer), budget, targets, what=what)
         elif not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
             raise PipelineError(f"model {key}: lora.r must be a positive integer, not {rank!r}")
         set_seed(stage.seed)
         base = _load_init(stage, init, tokenizer)
         if match is not None:
-            plan = lora_plan(base, budget, targets, what=f"model {key} (lora.r: {{match: {match}}})")
+            plan = lora_plan(base, budget, targets, what=what)
             rank, targets = plan["r"], plan["target_modules"]
             counts = {"lora_match": match, "lora_match_parameters": budget}
         config = LoraConfig(r=rank, lora_alpha=lcfg.get("alpha") or 2 * rank, lora_dropout=lcfg.get("dropout", 0.0),
