@@ -259,7 +259,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         the layers up to the deepest connection (a few new container objects; no tensor is copied, so no memory is
         added for weights). The caller's mA keeps all its layers, its LM head and its config and gives the same
         outputs as before; once the caller drops it, its LM head and the layers past the deepest connection are
-        freed. An mA that is also the anchor, or is listed twice, is deep-copied (a copy of its weights).
+        freed. Moving or casting the composition (`.to(...)`) moves those shared modules too, as it does the anchor.
+        An mA that is also the anchor, or is listed twice, is deep-copied (a copy of its weights).
         """
         unknown = sorted(set(options) - set(CALM_OPTIONS))
         if unknown:
