@@ -205,7 +205,7 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
         if run.get("digest") != digest:
             stale += 1
         elif run["seed"] in seen:
-            duplicate += 1
+            duplicate += 0 if run.get("reused_default_cell") else 1  # a reused default cell is that very run
         else:
             seen.add(run["seed"])
             runs.append({"seed": run["seed"], "metrics": run["metrics"], "train_info": run["train_info"],

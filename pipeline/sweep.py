@@ -173,7 +173,8 @@ def reusable_default(params: dict, world: str, ablation: str, seed: int, root: P
         stage, key = locked.get(f"train@{world}/{name}"), f"worlds.{world}.models.{name}"
         if not stage or stage.get(key) != models[name]:
             return None  # not built by DVC, or under other params: train it here
-    if f"evaluate@{world}/{ablation}" not in locked:
+    evaluated = locked.get(f"evaluate@{world}/{ablation}")
+    if not evaluated or evaluated.get(f"worlds.{world}.evaluation") != params["worlds"][world]["evaluation"]:
         return None
     return {"metrics": json.loads(metrics_file.read_text())["metrics"], "train_info": info}
 

@@ -298,3 +298,23 @@ def test_report_refuses_a_lora_matched_to_another_count(tmp_path, monkeypatch):
     info.write_text(json.dumps(dict(json.loads(info.read_text()), n_composition_parameters=100000)))
     with pytest.raises(PipelineError, match="retrain it"):
         build_table("table5", p)
+
+
+def test_report_counts_groups_above_a_model(tmp_path, monkeypatch):
+    """A row with `groups_above: mB` counts the groups (e.g. languages) a model scores above mB on (paper: #(>mB))."""
+    from pipeline.report import build_table
+
+    p = compose_params([])
+    p["reports"]["table5"]["blocks"][WORLD]["rows"] = [{"name": "#(>mB)", "set": "kv_math_test", "groups_above": "mB"}]
+    monkeypatch.chdir(tmp_path)
+    _fake(tmp_path, p, {m: [1.0, 1.0] for m in ("calm", "vanilla_mA", "encoder", "lora", "random_mA", "skyline")})
+    by_group = {"a": 10.0, "b": 20.0, "c": 30.0}
+    (tmp_path / "reports" / WORLD / "metrics" / "mB.json").write_text(json.dumps({"metrics": {"kv_math_test": {"by_group": by_group}}}))
+    for path in (tmp_path / "reports" / WORLD).rglob("*.json"):
+        data = json.loads(path.read_text())
+        if "metrics" in data and path.stem != "mB":
+            data["metrics"]["kv_math_test"]["by_group"] = {"a": 11.0, "b": 19.0, "c": 31.0 if "calm" in str(path) else 0.0}
+            path.write_text(json.dumps(data))
+    _, _, cells = build_table("table5", p)
+    counts = {c["model"]: (c["ours"], c["n_seeds"], c["metric"]) for c in cells}
+    assert counts["CALM"] == (2.0, 2, "#(>mB)") and counts["LoRA"] == (1.0, 2, "#(>mB)")
