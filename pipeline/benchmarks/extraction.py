@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from pipeline.text import truncate_at_stop  # noqa: F401  (re-exported: the benchmarks cut completions with it)
+
 # A number as models and people write it: optional sign, digits with optional thousands
 # separators (comma, or the thin/no-break spaces some languages use), optional decimals.
 _NUMBER = re.compile(
@@ -50,14 +52,3 @@ def parse_gold_number(text: str) -> float:
 
 def numbers_match(predicted: float | None, gold: float) -> bool:
     return predicted is not None and abs(predicted - gold) <= 1e-6 * max(1.0, abs(gold))
-
-
-def truncate_at_stop(text: str, stop: list[str] | tuple[str, ...]) -> str:
-    """Cut `text` at the earliest occurrence of any stop sequence."""
-    cut = len(text)
-    for sequence in stop:
-        if sequence:
-            position = text.find(sequence)
-            if position != -1:
-                cut = min(cut, position)
-    return text[:cut]
