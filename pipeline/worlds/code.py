@@ -21,7 +21,10 @@ Sources (no network; everything is on a fresh machine or in ../shared/benchmarks
 Splits (JSONL rows {prompt, target, ...}; a row with an empty prompt is plain text, loss on every token):
   english_train       English prose, plain text.  The vanilla checkpoint's data; mB's English.
   code_train          mA's code data, plain text: stdlib functions (source <= max_function_chars, with their
-                      docstrings) and synthesized functions (signature, docstring with one example, body).
+                      docstrings) and synthesized functions (signature, docstring with one example, body; a
+                      `synthetic.t2c_style_fraction` of them written instead as a "# Write a function that ..."
+                      and "# assert ..." comment header above the def, the T2C layout: code corpora hold such
+                      task-headed functions, and without them T2C sat at 0 in a probe, see below).
   mb_code_train       "a little code" for mB: a `mb.code_fraction` sample of code_train rows.
   format_train        `sizes.format_per_task` rows of each task format (cc, t2c, cc_stdlib, c2t) over
                       code_train functions that are not in D_C, so that a model can be asked a task it has
@@ -73,12 +76,23 @@ No test item in training (summary `exclusion` counts what each check removed):
 
 Measured at the default cfg (Python 3.11.7, seed 0; characters = prompt + target per row):
   english_train 5,000 rows, 765k chars (3,000 GSM8K questions of 5,786 that qualify, 590k; 2,000 docstring
-  paragraphs of 2,654, 175k), median 155, max 300; code_train 8,000 rows, 1.35M chars (5,000 stdlib
-  functions of 7,238 that qualify; 3,000 synthesized), median 182, max 321; mb_code_train 400; format_train
-  200; composition_train 506 rows, 94.8k chars = 7.03% of code_train; cc/t2c test 100 + dev 50 (median 210
-  / 226, max 327), cc_stdlib test 100 + dev 40 (median 119, max 300), c2t test 200 + dev 100 (median 179,
-  max 385).  Longest row 385 characters.  Build: about 50-60 s on 2 busy cores (stdlib parse ~15 s,
-  sandbox capture and verification ~20 s).
+  paragraphs of 2,627, 175k), median 155, max 300; code_train 7,000 rows, 1.30M chars (3,000 stdlib
+  functions of 7,238 that qualify; 4,000 synthesized, 30% of them in the T2C layout), median 201, max 331;
+  mb_code_train 350 rows, 68k; format_train 200 rows; composition_train 480 rows, 91k chars = 7.03% of
+  code_train; cc test 100 + dev 50 (median 210, max 306), t2c test 100 + dev 50 (median 226, max 327),
+  cc_stdlib test 100 + dev 40 (median 119, max 300), c2t test 200 + dev 100 (median 179, max 385).  Longest
+  row: 385 characters.  Build: 50-100 s on 2 shared cores (stdlib parse ~15-30 s, sandbox capture and
+  verification ~20 s).
+
+Learnability probe (an H100, not the pipeline: a 3.3M-parameter character GPT, 4x256, batch 64, lr 1e-3,
+greedy; data of an earlier default with 5,000 stdlib + 3,000 synthesized functions and no T2C-layout rows):
+  after ~870-1,550 steps (55k-100k rows seen): code_train + format_train: CC 15%, T2C 0, CC-stdlib 0, C2T
+  chrF 10.4; english_train + mb_code_train + format_train (mB-like): CC 0, T2C 0, CC-stdlib 0, C2T 14.6;
+  code_train + format_train + composition_train: CC 56%, T2C 3%, CC-stdlib 0, C2T 15.8.
+  After 300 steps (19k rows, what a few CPU minutes buy): every execution task 0, C2T chrF ~9.
+  So CC moves once a model has seen each synthesized training function several times, T2C was at the floor
+  (hence `t2c_style_fraction`, not yet probed), and CC-stdlib (real held-out code) stayed at 0: treat it as a
+  diagnostic for the CPU preset and a real task for real models.
 
 Characters: printable ASCII and newline (`vocabulary`).  A function, question or paragraph with any other
 character (tabs, non-ASCII) or with a special-token string ("<eos>", ...) is dropped, not rewritten; build()
@@ -480,7 +494,7 @@ def _task_row(task: str, item) -> dict | None:
     if task in ("cc", "t2c"):
         if kind != "synthetic":
             return None
-        s, example = obj
+        s, example = obj[:2]
         if task == "cc":
             return {"prompt": cc_prompt(s, example), "target": s.body, "task": "cc", "id": f"synthetic:{s.name}",
                     "structure": s.structure}
@@ -535,15 +549,17 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     std = [funcs[i] for i in sorted(rng.choice(len(funcs), size=n_std, replace=False))]
     syn = _synth_training(ev["structures"], int(sz["code_synthetic"]), _rng(seed, "synthetic"), bench_code,
                           bench_prose, exclusion)
-    items = [("stdlib", f) for f in std] + [("synthetic", x) for x in syn]
+    styles = _rng(seed, "style").random(len(syn)) < float(cfg["synthetic"].get("t2c_style_fraction", 0.0))
+    items = [("stdlib", f) for f in std] + [("synthetic", (s, ex, bool(st))) for (s, ex), st in zip(syn, styles)]
     items = [items[i] for i in rng.permutation(len(items))]
 
     def plain(item) -> dict:
         kind, obj = item
         if kind == "stdlib":
             return {"prompt": "", "target": obj.source, "source": "stdlib", "id": obj.id}
-        s, example = obj
-        return {"prompt": "", "target": s.code(example), "source": "synthetic", "id": f"synthetic:{s.name}",
+        s, example, t2c_style = obj
+        text = t2c_prompt(s.task, s.name, example) + s.signature() + "\n" + s.body if t2c_style else s.code(example)
+        return {"prompt": "", "target": text, "source": "synthetic", "id": f"synthetic:{s.name}",
                 "structure": s.structure}
 
     code_train = [plain(it) for it in items]
