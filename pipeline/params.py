@@ -32,6 +32,7 @@ def load_params(path: str | os.PathLike | None = None) -> dict:
 
 def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | None = None) -> dict:
     """Compose conf/config.yaml with Hydra (as DVC's Hydra integration does) into a plain dict."""
+    import yaml
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
@@ -54,10 +55,13 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
             return OmegaConf.to_container(cfg, resolve=True)
-    except (HydraException, OmegaConfBaseException) as e:
+    except (HydraException, OmegaConfBaseException, yaml.YAMLError) as e:
         cause = e.__cause__ if isinstance(e.__cause__, PipelineError) else None
         text = str(cause or e).strip()
-        first = text.splitlines()[0] if text else type(e).__name__
+        if isinstance(e, yaml.YAMLError):  # the parser's message spans lines: what it expected, and where
+            first = " ".join(line.strip() for line in text.splitlines())
+        else:
+            first = text.splitlines()[0] if text else type(e).__name__
         raise PipelineError(f"cannot compose conf/: {first}") from None
     finally:
         GlobalHydra.instance().clear()

@@ -25,7 +25,7 @@ from pipeline.io import atomic_write_text, require
 from pipeline.params import load_params
 from pipeline.worlds import get_world
 
-METRIC_NAMES = {"exact_match": "exact match (%)", "chrf": "chrF1", "gsm_accuracy": "accuracy (%)",
+METRIC_NAMES = {"exact_match": "exact match (%)", "chrf": "chrF1", "chrf2": "chrF2", "gsm_accuracy": "accuracy (%)",
                 "pass_at_k": "pass@1 (%)"}
 
 
@@ -122,12 +122,14 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
         for row in rows:
             if row["set"] not in sets:
                 raise PipelineError(f"reports.{table}: row {row['name']!r} reads set {row['set']!r}, which world {world} does not evaluate")
-            metric = (sets[row["set"]] or {}).get("metric", "exact_match")
+            metric = _row_metric(row, (sets[row["set"]] or {}).get("metric", "exact_match"))
+            ref_metrics = _metrics(world, row["groups_above"]) if row.get("groups_above") else None
             line = []
             for title, model in cols.items():
                 m = mets[title].get(row["set"])
                 cell = {"table": table, "world": world, "task": row["name"], "set": row["set"], "metric": metric,
-                        "model": title, "ours": None if m is None else m["score"], "n": None if m is None else m["n"],
+                        "model": title, "ours": row_value(mets[title], row, ref_metrics),
+                        "n": None if m is None or row.get("group") is not None else m["n"],  # a group's n: the set's / its groups
                         "paper": (row.get("paper") or {}).get(title)}
                 cells.append(cell)
                 line.append(f"**{_fmt(cell['ours'])}** / {_fmt(cell['paper'])}")
@@ -148,7 +150,8 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
                      + "; all else as the metric says, on the whole output\n")
         md.write("- models: " + "; ".join(_model_line(n, models[n]) for n in _models_behind(world, cols.values(), models)) + "\n")
         first = list(cols)[0]
-        md.write("- test sizes: " + ", ".join(f"{c['set']} n={c['n']}" for c in cells if c["world"] == world and c["model"] == first) + "\n")
+        sizes = {c["set"]: c["n"] for c in cells if c["world"] == world and c["model"] == first and c["n"] is not None}
+        md.write("- test sizes: " + ", ".join(f"{s} n={n}" for s, n in sizes.items()) + "\n")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=["table", "world", "task", "set", "metric", "model", "ours", "paper", "n", "preset"],
                        lineterminator="\n")
@@ -233,6 +236,40 @@ def _groups_above(run_metrics: dict, reference_metrics: dict, set_name: str) -> 
     return float(sum(1 for g, v in mine.items() if g in ref and v > ref[g]))
 
 
+def row_value(metrics: dict, row: dict, reference_metrics: dict | None = None) -> float | None:
+    """The figure a report row shows for one model's metrics (None: the model has no such figure). A row reads
+    its set's `score`, or with `group: <g>` that group's score (e.g. one language), or with `groups: mean` the
+    mean over the set's groups (the paper's per-language average), or with `groups_above: <model>` the count of
+    groups scored above that model (paper: #(>mB)), or with `field: <name>` another figure of the set (chrf2)."""
+    m = metrics.get(row["set"])
+    if m is None:
+        return None
+    if row.get("groups_above"):
+        return _groups_above(metrics, reference_metrics or {}, row["set"])
+    by_group = m.get("by_group") or {}
+    if row.get("group") is not None:
+        if row["group"] not in by_group:
+            raise PipelineError(f"report row {row['name']!r}: set {row['set']} has no group {row['group']!r} "
+                                f"(it has {', '.join(by_group) or 'none'})")
+        return by_group[row["group"]]
+    if row.get("groups") == "mean":
+        if not by_group:
+            raise PipelineError(f"report row {row['name']!r}: set {row['set']} has no per-group scores to average")
+        return sum(by_group.values()) / len(by_group)
+    if row.get("groups") is not None:
+        raise PipelineError(f"report row {row['name']!r}: groups must be `mean`, not {row['groups']!r}")
+    field = row.get("field", "score")  # e.g. chrf2 beside the chrF1 score
+    if field not in m:
+        raise PipelineError(f"report row {row['name']!r}: set {row['set']} has no figure {field!r}")
+    return m[field]
+
+
+def _row_metric(row: dict, metric: str) -> str:
+    if row.get("groups_above"):
+        return f"#(>{row['groups_above']})"
+    return row["field"] if row.get("field") else metric
+
+
 def _added_parameters(info: dict) -> tuple[int | None, str]:
     if "n_composition_parameters" in info:
         return info["n_composition_parameters"], "added (cross-attention)"
@@ -299,15 +336,11 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
         for row in rows:
             if row["set"] not in sets:
                 raise PipelineError(f"reports.{table}: row {row['name']!r} reads set {row['set']!r}, which world {world} does not evaluate")
-            metric = (sets[row["set"]] or {}).get("metric", "exact_match")
-            above = row.get("groups_above")
-            if above:
-                ref_metrics = _metrics(world, above)
-                metric = f"#(>{above})"
+            metric = _row_metric(row, (sets[row["set"]] or {}).get("metric", "exact_match"))
+            ref_metrics = _metrics(world, row["groups_above"]) if row.get("groups_above") else None
             stats = {}
             for title in cols:
-                values = [(_groups_above(r["metrics"], ref_metrics, row["set"]) if above else (r["metrics"].get(row["set"]) or {}).get("score"))
-                          for r in runs[title]]
+                values = [row_value(r["metrics"], row, ref_metrics) for r in runs[title]]
                 values = [v for v in values if v is not None]
                 stats[title] = (*_mean_std(values), len(values), [r["seed"] for r in runs[title]])
             line, delta_line = [], []

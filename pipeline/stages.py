@@ -9,6 +9,7 @@ calls it through `hydra_plugins/calm_pipeline`, `make params` through pipeline.p
     dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related}}          train@<world>/<model>
     dvc_stages.evaluate  {<world>/<model>: {world, name}}                               evaluate@<world>/<model>
     dvc_stages.report    {<table>: {worlds, metrics}}                                         report@<table>
+    dvc_stages.figure    {<figure>: {metrics}}                                               figure@<figure>
 
 A model is evaluated when a report names it or it says `evaluate: true`. DVC cannot interpolate a list into
 `deps`, so `upstream` (directories a training stage reads) and `related` (models whose params it reads) are
@@ -27,6 +28,7 @@ UPSTREAM_SLOTS = 4  # the world's tokenizer + up to 3 models (an anchor and two 
 RELATED_SLOTS = 3
 REPORT_WORLD_SLOTS = 4
 REPORT_METRIC_SLOTS = 24  # models a table reads, over all its worlds
+FIGURE_METRIC_SLOTS = 4   # models a figure reads: its reference and up to 3 series
 RESOLVER = "calm_dag"
 
 
@@ -100,7 +102,7 @@ def derive(params: dict) -> dict:
     from pipeline.training.kinds import KINDS
 
     worlds = params.get("worlds") or {}
-    data, train, evaluate, report = {}, {}, {}, {}
+    data, train, evaluate, report, evaluate_names = {}, {}, {}, {}, {}
     for world, wcfg in worlds.items():
         if not isinstance(wcfg, dict) or "module" not in wcfg:
             raise PipelineError(f"worlds.{world} has no `module`: is conf/world/{world}.yaml selected (world=[...])?")
@@ -117,7 +119,8 @@ def derive(params: dict) -> dict:
                                  UPSTREAM_SLOTS, f"model {world}/{name} upstream", str(tokenizer_dir(world))),
                 "related": _pad(ups, RELATED_SLOTS, f"model {world}/{name} upstream", name),
             }
-        for name in evaluated_models(params, world):
+        evaluate_names[world] = evaluated_models(params, world)
+        for name in evaluate_names[world]:
             evaluate[f"{world}/{name}"] = {"world": world, "name": name}
     for table, tcfg in (params.get("reports") or {}).items():
         blocks = tcfg.get("blocks") or {}
@@ -132,7 +135,20 @@ def derive(params: dict) -> dict:
             metrics = [str(metrics_path(world, m)) for world, block in blocks.items() for m in report_models(block)]
             report[table] = {"worlds": _pad(names, REPORT_WORLD_SLOTS, f"reports.{table} worlds", names[0]),
                              "metrics": _pad(metrics, REPORT_METRIC_SLOTS, f"reports.{table} models", metrics[0])}
-    return {"data": data, "train": train, "evaluate": evaluate, "report": report}
+    figure = {}
+    for name, fcfg in (params.get("figures") or {}).items():
+        world = fcfg.get("world")
+        if world not in worlds:
+            raise PipelineError(f"figures.{name} reads world {world!r}, which is not selected")
+        names = [fcfg.get("reference"), *(fcfg.get("models") or {}).values()]
+        for m in names:
+            if m not in (worlds[world].get("models") or {}):
+                raise PipelineError(f"figures.{name} reads {world}/{m}, which is not declared")
+            if m not in evaluate_names.get(world, ()):
+                raise PipelineError(f"figures.{name} reads {world}/{m}, which no report evaluates (add it to a table, or say evaluate: true)")
+        metrics = [str(metrics_path(world, m)) for m in dict.fromkeys(names)]
+        figure[name] = {"metrics": _pad(metrics, FIGURE_METRIC_SLOTS, f"figures.{name} models", metrics[0])}
+    return {"data": data, "train": train, "evaluate": evaluate, "report": report, "figure": figure}
 
 
 def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
@@ -150,7 +166,7 @@ def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
 def _resolve_dag(*, _root_) -> dict:
     from omegaconf import OmegaConf
 
-    plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports") if k in _root_}
+    plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
     # a config node, not a dict: OmegaConf.resolve (what DVC's Hydra integration calls) cannot store a dict
     return OmegaConf.create(derive(plain))
 

@@ -46,6 +46,28 @@ def build_tokenizer(chars: list[str]):
     )
 
 
+def train_bpe_tokenizer(texts, chars: list[str], vocab_size: int):
+    """A byte-pair-encoding tokenizer learnt on `texts` over the world's characters (no <unk> for them): digits
+    stay one token each (numbers read digit by digit, as the character tokenizer does), spaces are kept as a
+    word-start mark, so decoding gives back the text exactly."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="never"),
+        pre_tokenizers.Digits(individual_digits=True),
+    ])
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="never")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False,
+                                  initial_alphabet=sorted(set(chars) | {"\u2581"}), limit_alphabet=len(chars) + 1)
+    tok.train_from_iterator(texts, trainer=trainer)
+    bos = tok.token_to_id("<bos>")
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", bos)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                   unk_token="<unk>", padding_side="left", clean_up_tokenization_spaces=False)
+
+
 def load_tokenizer(path: str | Path):
     from transformers import AutoTokenizer
 
@@ -58,8 +80,20 @@ def load_tokenizer(path: str | Path):
 def world_tokenizer(params: dict, name: str):
     """The tokenizer a world's conf asks for (not yet saved)."""
     tcfg = params["worlds"][name].get("tokenizer") or {}
-    if tcfg.get("characters") and tcfg.get("pretrained"):
-        raise PipelineError(f"worlds.{name}.tokenizer: give either characters: true or pretrained: <model>, not both")
+    chosen = [k for k in ("characters", "bpe", "pretrained") if tcfg.get(k)]
+    if len(chosen) > 1:
+        raise PipelineError(f"worlds.{name}.tokenizer: give one of characters: true, bpe: {{...}} or pretrained: <model>, "
+                            f"not {' and '.join(chosen)}")
+    if tcfg.get("bpe"):  # learnt on the world's own training splits (data/<world>/, built before this stage)
+        from pipeline.io import read_jsonl
+
+        bcfg = tcfg["bpe"]
+        world = get_world(params, name)
+        splits = bcfg.get("splits") or []
+        if not splits or not bcfg.get("vocab_size"):
+            raise PipelineError(f"worlds.{name}.tokenizer.bpe needs vocab_size and splits (the training splits it learns from)")
+        texts = (r["prompt"] + r["target"] for s in splits for r in read_jsonl(Path("data") / name / f"{s}.jsonl"))
+        return train_bpe_tokenizer(texts, world.vocabulary(params["worlds"][name]["data"]), int(bcfg["vocab_size"]))
     if tcfg.get("characters"):
         world = get_world(params, name)
         return build_tokenizer(world.vocabulary(params["worlds"][name]["data"]))
@@ -71,7 +105,7 @@ def world_tokenizer(params: dict, name: str):
             tok.pad_token = tok.eos_token
         tok.padding_side = "left"
         return tok
-    raise PipelineError(f"worlds.{name}.tokenizer must say characters: true or pretrained: <model>")
+    raise PipelineError(f"worlds.{name}.tokenizer must say characters: true, bpe: {{vocab_size, splits}} or pretrained: <model>")
 
 
 @cli

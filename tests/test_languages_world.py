@@ -1,10 +1,11 @@
 """Invariants of the low-resource-languages world's data (paper §4.2): synthetic languages and splits."""
+import copy
+import functools
 import json
 import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline.benchmarks.extraction import extract_number, numbers_match, parse_gold_number
 from pipeline.benchmarks.metrics import corpus_chrf
@@ -12,7 +13,6 @@ from pipeline.errors import PipelineError
 from pipeline.worlds import languages as world
 from pipeline.worlds import synthetic_languages as syn
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "world" / "languages_data.yaml"
 TRAINING = ["english_train", "hrl_translation_train", "hrl_math_train", "lrl_monolingual_train",
             "lrl_bitext_train", "composition_train"]
 EVALUATION = ["flores_lrl_test", "flores_hrl_test", "math_lrl_test", "math_hrl_test"]
@@ -20,7 +20,15 @@ DEV = ["translation_dev", "math_dev"]
 
 
 def default_cfg() -> dict:
-    return yaml.safe_load(CONF.read_text())
+    """The world's data settings at the default (cpu) preset, as conf/ composes them."""
+    return copy.deepcopy(_composed_data())
+
+
+@functools.lru_cache(maxsize=1)
+def _composed_data() -> dict:
+    from pipeline.params import compose_params
+
+    return compose_params(["world=[languages]"])["worlds"]["languages"]["data"]
 
 
 def _require_benchmarks(cfg):
