@@ -58,7 +58,9 @@ def chrf(rows, completions, scfg):
 
 
 def gsm_accuracy(rows, completions, scfg):
-    """The final number of the completion (pipeline/benchmarks/extraction.py) equals the target's number.
+    """The final number of the completion (pipeline/benchmarks/extraction.py) equals the gold number: the row's
+    `reference` when it has one (a target that shows its working, "30 + 30 = 60", keeps the answer there), else
+    its target.
     A row with a `language` field (an MGSM code: en bn de es fr ja ru sw te th zh) is read in that language's
     number conventions; other rows (the synthetic worlds write numbers as English does) in English's."""
     from pipeline.benchmarks.extraction import extract_number, numbers_match, parse_gold_number
@@ -66,7 +68,7 @@ def gsm_accuracy(rows, completions, scfg):
     records, flags = [], []
     for r, outs in zip(rows, completions):
         value = extract_number(outs[0], r.get("language"))
-        ok = numbers_match(value, parse_gold_number(str(r["target"])))
+        ok = numbers_match(value, parse_gold_number(str(r.get("reference", r["target"]))))
         flags.append(ok)
         records.append({"prediction": outs[0], "extracted": value, "correct": ok})
     summary = {"score": _percent(flags)}

@@ -227,7 +227,9 @@ def test_rows_and_groups(small_cfg, built):
     per = {}
     for r in flores:
         per.setdefault(r["group"], []).append(r["id"])
-    assert len({tuple(v) for v in per.values()}) == 1 and len(per[lrl[0]]) == small_cfg["flores"]["per_language"]
+    assert len({tuple(v) for v in per.values()}) == 1 and len(per[lrl[0]]) == summary["flores"]["units_per_language"]
+    sentences = {i.split("-")[2] for i in per[lrl[0]]}  # flores-devtest-<sentence>[-<segment>]
+    assert len(sentences) == small_cfg["flores"]["per_language"]
 
 
 def test_evaluation_rows_are_real_flores_and_round_trip(small_cfg, built):
@@ -236,13 +238,14 @@ def test_evaluation_rows_are_real_flores_and_round_trip(small_cfg, built):
     langs = world.make_languages(small_cfg)
     for name in ("flores_lrl_test", "flores_hrl_test"):
         for r in _read(d, name):
-            i = int(r["id"].rsplit("-", 1)[1])
-            assert r["target"] == r["reference"] == flores[i]
-            assert len(flores[i]) <= small_cfg["flores"]["max_chars"]
+            _, _, i, *k = r["id"].split("-")
+            unit = world.segments(flores[int(i)], small_cfg.get("segment_words"))[int(k[0]) if k else 0]
+            assert r["target"] == r["reference"] == unit
+            assert len(flores[int(i)]) <= small_cfg["flores"]["max_chars"]
             prefix = f"<{r['group']}> "
             assert r["prompt"].startswith(prefix) and r["prompt"].endswith(" = ")
             text = r["prompt"][len(prefix):-3]
-            assert syn.unrender(text, langs[r["group"]]) == flores[i]
+            assert syn.unrender(text, langs[r["group"]]) == unit
 
 
 def test_evaluation_targets_score_perfectly_through_the_real_scorers(built):
@@ -266,7 +269,10 @@ def test_math_rows_are_correct_one_step_problems(small_cfg, built):
     for name in ("hrl_math_train", "math_hrl_test", "math_lrl_test", "math_dev"):
         for r in _read(d, name):
             a, op, b = re.fullmatch(r"(\d+)([-+*/])(\d+)", r["expression"]).groups()
-            assert int(r["target"]) == {"+": int(a) + int(b), "-": int(a) - int(b)}[op] >= 0
+            value = {"+": int(a) + int(b), "-": int(a) - int(b)}[op]
+            assert value >= 0 and r["target"] == world.math_answer({"a": int(a), "op": op, "b": int(b), "value": value},
+                                                                   small_cfg["math"]["answer_format"])
+            assert int(r["target"].split("=")[-1]) == value and r.get("reference", value) == value
             assert op in small_cfg["math"]["ops"] and int(a) <= small_cfg["math"]["max_operand"]
             assert a in r["prompt"] and b in r["prompt"]  # numbers kept in every language
     en = [r for r in _read(d, "math_hrl_test") if r["group"] == "en"]
@@ -400,3 +406,18 @@ def test_round_trip_on_random_ascii_text(full_cfg):
         s = "".join(parts)
         for lang in langs:
             assert syn.unrender(syn.render(s, lang), lang) == s, (lang.code, s)
+
+
+def test_segments_cover_the_sentence_and_none_in_training_equals_a_flores_segment(small_cfg, built):
+    d, summary = built
+    words = small_cfg["segment_words"]
+    assert words, "the default cfg translates segments"
+    for text in ["one", "one two", "a b c d e", "a b c d e f g h i", "The movie, featuring Ryan Gosling and Emma Stone."]:
+        segs = world.segments(text, words)
+        assert " ".join(segs) == text and all(1 <= len(s.split(" ")) <= words + 1 for s in segs)
+        assert len(segs) == 1 or all(len(s.split(" ")) >= 2 for s in segs)
+    assert world.segments("a b c d e f", None) == ["a b c d e f"]
+    flores_segments = {world.normalise(u) for s in _flores(small_cfg) for u in world.segments(s, words)}
+    english = [r["target"] for r in _read(d, "english_train")] + [r["target"] for r in _read(d, "hrl_translation_train")]
+    assert not any(world.normalise(u) in flores_segments for u in english)
+    assert summary["flores"]["training_segments_equal_to_a_flores_segment_dropped"] > 0  # the check had work to do

@@ -1,11 +1,12 @@
-"""Smoke: `dvc repro` of the micro preset in a fresh copy of the repository, with a second world declared by
-conf alone (tests/toy_copy_world.yaml as conf/world/copy.yaml, module tests/toy_copy_world.py, every training
-kind in it). Both worlds build side by side, Table 1 has all its cells, a second `dvc repro` runs nothing, and
-a change to one world's conf reruns that world's stages only.
+"""Smoke: `dvc repro` of the micro preset in a fresh copy of the repository, with three worlds side by side: the
+key-value world (Table 1), the language world (Tables 2-3, Figure 2) and a world declared by conf alone
+(tests/toy_copy_world.yaml as conf/world/copy.yaml, module tests/toy_copy_world.py, every training kind in it).
+Every world builds, its tables have all their cells, a second `dvc repro` runs nothing, and a change to one
+world's conf reruns that world's stages only.
 
-The targets are the two worlds' reports, Table 1 and the toy table: Table 5's models (the same generic stages,
-and kinds the toy world covers) would add a dozen stage processes to CI's longest test; tests/test_ablations.py
-trains and sweeps them at the micro preset through the stages' own functions."""
+The targets are the worlds' reports, not Table 5: its models (the same generic stages, and kinds the toy world
+covers) would add a dozen stage processes to CI's longest test; tests/test_ablations.py trains and sweeps them at
+the micro preset through the stages' own functions."""
 import csv
 import json
 import os
@@ -28,14 +29,18 @@ def _copy_repo(dst: Path) -> None:
             shutil.copy2(src, dst / rel)
 
 
-TARGETS = ["report@table1", "report@copy_table"]
+# the language world reads FLORES-200 and GSM8K from ../shared/benchmarks (CI has it); without them it is left out
+BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
+HAS_BENCHMARKS = (BENCHMARKS / "flores200").is_dir() and (BENCHMARKS / "gsm8k").is_dir()
+WORLDS = "kv_arithmetic,copy" + (",languages" if HAS_BENCHMARKS else "")
+TARGETS = ["report@table1", "report@copy_table"] + (["report@table2", "report@table3", "figure@figure2"] if HAS_BENCHMARKS else [])
 
 
 def _stages_run(stdout: str) -> set[str]:
     return {line.split("'")[1] for line in stdout.splitlines() if line.startswith("Running stage")}
 
 
-def test_micro_dvc_repro_two_worlds(tmp_path):
+def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     _copy_repo(repo)
@@ -43,7 +48,9 @@ def test_micro_dvc_repro_two_worlds(tmp_path):
     env = dict(os.environ, WANDB_MODE="disabled", PATH=f"{BIN}:{os.environ['PATH']}")
     env.pop("CALM_PARAMS", None)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    params = [sys.executable, "-m", "pipeline.params", "preset=micro", "world=[kv_arithmetic,copy]"]
+    params = [sys.executable, "-m", "pipeline.params", "preset=micro", f"world=[{WORLDS}]"]
+    if HAS_BENCHMARKS:  # the copy lives outside the checkout, so ../shared is not beside it
+        params.append(f"worlds.languages.data.benchmarks_dir={BENCHMARKS}")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(params, cwd=repo, env=env, check=True, capture_output=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
@@ -53,7 +60,7 @@ def test_micro_dvc_repro_two_worlds(tmp_path):
     r = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
     elapsed = time.time() - t0
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    print(f"micro dvc repro, two worlds: {elapsed:.0f} s")
+    print(f"micro dvc repro, worlds {WORLDS}: {elapsed:.0f} s")
 
     md = (repo / "reports/table1.md").read_text()
     rows = list(csv.DictReader(open(repo / "reports/table1.csv")))
@@ -74,6 +81,18 @@ def test_micro_dvc_repro_two_worlds(tmp_path):
     assert json.loads((repo / "models/copy/mA_random/train_info.json").read_text())["steps"] == 0
     assert "copy 4-letter strings" in (repo / "reports/copy_table.md").read_text()
 
+    # the language world (Tables 2-3, Figure 2): every cell, per-language chrF and GSM accuracy, the figure
+    if HAS_BENCHMARKS:
+        for table in ("table2", "table3"):
+            cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
+            assert len(cells) >= 50 and all(c["ours"] not in ("", None) for c in cells), table
+            assert {c["model"] for c in cells} == {"vanilla", "mA", "mB", "CALM", "skyline"}
+        lang = json.loads((repo / "reports/languages/metrics/calm.json").read_text())["metrics"]
+        assert lang["flores_lrl_test"]["metric"] == "chrf" and len(lang["flores_lrl_test"]["by_group"]) == 26
+        assert lang["math_hrl_test"]["metric"] == "gsm_accuracy" and "en" in lang["math_hrl_test"]["by_group"]
+        assert (repo / "reports/figure2.png").read_bytes().startswith(b"\x89PNG")
+        assert "SYNTHETIC" in (repo / "reports/table2.md").read_text()
+
     r2 = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
     assert r2.returncode == 0, r2.stderr[-2000:]
     assert not _stages_run(r2.stdout), r2.stdout[-2000:]
@@ -83,4 +102,5 @@ def test_micro_dvc_repro_two_worlds(tmp_path):
     r3 = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
     assert r3.returncode == 0, r3.stderr[-2000:]
     ran = _stages_run(r3.stdout)
-    assert "train@copy/mB" in ran and not any("kv_arithmetic" in s or s == "report@table1" for s in ran), ran
+    assert "train@copy/mB" in ran and not any("kv_arithmetic" in s or "languages" in s or s in ("report@table1", "report@table2")
+                                              for s in ran), ran

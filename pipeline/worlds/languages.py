@@ -30,7 +30,8 @@ English prose (the only real text to train on; no English corpus ships with a fr
 Formats (the instruction formats the tiny models are trained on; the paper's 5-shot prompts need models
 that can read few-shot prompts, ours cannot):
   translation XX->En   prompt "<syn-lij> {sentence in syn-lij} = "    target: the English sentence
-  math in language XX  prompt "<syn-lij> Q: {question in syn-lij} A: " target: the number
+  math in language XX  prompt "<syn-lij> Q: {question in syn-lij} A: " target: the number, or with
+                       `math.answer_format: calculation` the calculator step then the number ("96 + 1 = 97")
   plain text rows      prompt ""  target: the text (loss on every token)
 
 Splits written by build() (JSONL, `group` = language code on rows that belong to one language):
@@ -432,6 +433,29 @@ def random_math_item(rng: np.random.Generator, ops: list[str], hi: int) -> dict:
         return {"index": -1, "a": a, "op": op, "b": b, "value": value}
 
 
+def segments(text: str, words: int | None) -> list[str]:
+    """`text` cut into consecutive segments of `words` words (a one-word tail joins the segment before it), or
+    [text] when `words` is None: the CPU preset's translation unit (tiny models learn to translate short
+    segments in minutes, whole sentences not; see conf/world/languages.yaml `segment_words`)."""
+    if not words:
+        return [text]
+    tokens = text.split(" ")
+    out = [" ".join(tokens[i:i + words]) for i in range(0, len(tokens), words)]
+    if len(out) > 1 and len(out[-1].split(" ")) == 1:
+        out[-2:] = [out[-2] + " " + out[-1]]
+    return out
+
+
+def math_answer(item: dict, answer_format: str) -> str:
+    """The target of a math row: the number (`number`), or GSM8K's calculator step then the number
+    (`calculation`: "96 + 1 = 97", as GSM8K solutions write <<96+1=97>>; graded on the final number either way)."""
+    if answer_format == "number":
+        return str(item["value"])
+    if answer_format == "calculation":
+        return f"{item['a']} {item['op']} {item['b']} = {item['value']}"
+    raise PipelineError(f"math.answer_format must be number or calculation, not {answer_format!r}")
+
+
 def math_question(item: dict, rng: np.random.Generator) -> str:
     """The item as a word problem: a frame, a name and an object drawn from rng (the same draws for every
     operation, so "+" and "-" problems share their frames)."""
@@ -458,6 +482,7 @@ def _check(cfg: dict) -> None:
     table = language_table(cfg)
     if not any(r == "lrl" for _, r, _ in table) or not any(r == "hrl" for _, r, _ in table):
         raise PipelineError("languages world: needs at least one LRL and one HRL")
+    math_answer({"a": 1, "op": "+", "b": 1, "value": 2}, cfg["math"].get("answer_format", "number"))  # one clear error
     c = cfg["composition"]
     if not 0 < float(c["fraction"]) <= 1:
         raise PipelineError(f"composition.fraction must be in (0, 1], got {c['fraction']}")
@@ -508,13 +533,16 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     eligible = [i for i, s in enumerate(flores) if i not in set_non_ascii and len(s) <= int(f["max_chars"])]
     chosen = _sample(_split_rng(eval_seed, "flores"), eligible, min(int(f["per_language"]), len(eligible)))
 
+    seg_words = cfg.get("segment_words")
+    flores_units = [(f"flores-devtest-{i}" + (f"-{k}" if seg_words else ""), u)
+                    for i in chosen for k, u in enumerate(segments(flores[i], seg_words))]
+
     def flores_rows(group):
         rows = []
         for lang in group:
-            for i in chosen:
-                en = flores[i]
+            for uid, en in flores_units:
                 rows.append({"prompt": translation_prompt(lang.code, rend(en, lang)), "target": en,
-                             "group": lang.code, "reference": en, "id": f"flores-devtest-{i}"})
+                             "group": lang.code, "reference": en, "id": uid})
         return rows
 
     # ---- evaluation: GSM8K test annotations as word problems
@@ -535,11 +563,13 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     dev_pool = [it for it in train_pool if (it["a"], it["op"], it["b"]) in dev_exprs]
     train_pool = [it for it in train_pool if (it["a"], it["op"], it["b"]) not in dev_exprs]
 
+    answer_format = cfg["math"].get("answer_format", "number")
+
     def math_rows(code, lang, questions, evaluation=True, split="test"):
         rows = []
         for it, q in questions:
             text = q if lang is None else rend(q, lang)
-            row = {"prompt": math_prompt(code, text), "target": str(it["value"]), "group": code,
+            row = {"prompt": math_prompt(code, text), "target": math_answer(it, answer_format), "group": code,
                    "expression": f"{it['a']}{it['op']}{it['b']}"}
             if evaluation:
                 row |= {"reference": it["value"], "id": f"gsm8k-{split}-{it['index']}"}
@@ -576,6 +606,16 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     dev_idx = set(rng.choice(len(pool), size=n_dev_sent, replace=False).tolist())
     dev_sentences = [pool[i] for i in sorted(dev_idx)]
     train_sentences = [s for i, s in enumerate(pool) if i not in dev_idx]
+    segments_dropped = 0
+    if seg_words:  # held out by whole unit first; then no segment equal to a FLORES devtest segment anywhere, and
+        # no dev segment equal to a training one (4-word phrases recur: "how many does he")
+        flores_segments = {normalise(u) for s in flores for u in segments(s, seg_words)}
+        train_sentences = [u for s in train_sentences for u in segments(s, seg_words)]
+        kept = [u for u in train_sentences if normalise(u) not in flores_segments]
+        segments_dropped = len(train_sentences) - len(kept)
+        train_sentences, in_train = kept, set(kept)
+        dev_sentences = [u for s in dev_sentences for u in segments(s, seg_words)
+                         if normalise(u) not in flores_segments and u not in in_train]
 
     english_train = [{"prompt": "", "target": s} for s in _sample(
         _split_rng(seed, "english_train"), train_sentences, min(int(sizes["english_train"]), len(train_sentences)))]
@@ -651,7 +691,7 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     for name, rows in files.items():
         atomic_write_jsonl(out / f"{name}.jsonl", rows)
 
-    flores_lengths = [len(flores[i]) for i in chosen]
+    flores_lengths = [len(u) for _, u in flores_units]
     summary = {
         "world": WORLD,
         "seed": seed,
@@ -667,6 +707,8 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         "flores": {"devtest_sentences": len(flores), "non_ascii_excluded": len(non_ascii),
                    "max_chars": int(f["max_chars"]), "eligible": len(eligible), "chosen": len(chosen),
                    "chosen_chars_mean": round(float(np.mean(flores_lengths)), 1) if chosen else 0,
+                   "segment_words": seg_words, "units_per_language": len(flores_units),
+                   "training_segments_equal_to_a_flores_segment_dropped": segments_dropped,
                    "chosen_indices": chosen},
         "math": {"ops": list(cfg["math"]["ops"]), "max_operand": int(cfg["math"]["max_operand"]),
                  "test_problems_qualifying": len(test_items), "test_problems_chosen": len(picked),
