@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline.benchmarks.metrics import corpus_chrf
 from pipeline.errors import PipelineError
@@ -19,7 +18,6 @@ from pipeline.worlds import code as world
 from pipeline.worlds import code_corpus, code_synth
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf" / "world" / "code_data.yaml"
 TRAINING = ["english_train", "code_train", "mb_code_train", "format_train", "composition_train"]
 EVALUATION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev", "c2t_test", "c2t_dev"]
 EXECUTION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev"]
@@ -29,7 +27,10 @@ MODULES = ["operator", "calendar", "stat", "datetime", "email", "colorsys", "tex
 
 
 def default_cfg() -> dict:
-    return yaml.safe_load(CONF.read_text())
+    """The world's `data:` block as the default preset composes it (conf/world/code.yaml + conf/size/code/cpu.yaml)."""
+    from pipeline.params import compose_params
+
+    return compose_params(["world=[code]"])["worlds"]["code"]["data"]
 
 
 def small(cfg: dict) -> dict:
