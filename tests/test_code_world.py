@@ -312,6 +312,23 @@ def test_synthesized_tests_reject_rival_functions(built):
     assert n_rivals > 50
 
 
+def test_pass_at_k_scorer_on_the_execution_sets(built):
+    """The evaluate stage's scorer (pipeline.scoring.pass_at_k: sandbox + unbiased estimator) on this world's
+    execution rows: references score 100, `return None` bodies 0, and two samples per row of which one is right
+    give pass@1 = 50 and pass@2 = 100; per-family groups are reported."""
+    from pipeline.scoring import pass_at_k
+
+    _, _, rows = built
+    sample = rows["cc_test"][:3] + rows["t2c_test"][:3] + rows["cc_stdlib_test"][:3]
+    right, _ = pass_at_k(sample, [[r["target"]] for r in sample], {})
+    wrong, records = pass_at_k(sample, [[world._wrong(r)] for r in sample], {})
+    assert right["score"] == 100.0 and wrong["score"] == 0.0
+    assert all(rec["passed"] == [False] for rec in records)
+    mixed, _ = pass_at_k(sample, [[world._wrong(r), r["target"]] for r in sample], {"ks": [1, 2]})
+    assert mixed["pass@1"] == pytest.approx(50.0) and mixed["pass@2"] == pytest.approx(100.0)
+    assert set(right["by_group"]) == {r["group"] for r in sample} and all(v == 100.0 for v in right["by_group"].values())
+
+
 def test_chrf_of_the_reference_is_100(built):
     _, _, rows = built
     refs = [r["target"] for r in rows["c2t_test"]]

@@ -5,7 +5,8 @@
 
 Composes conf/ (world=[code], the default preset, then the Hydra overrides given), points benchmarks_dir at
 the repository's ../shared/benchmarks, and replaces the evaluation sets by their dev twins (cc_dev, t2c_dev,
-c2t_dev, cc_stdlib_dev: never tune on test rows). In WORKDIR (its own data/, models/, reports/) it builds the
+c2t_dev, cc_stdlib_dev: never tune on test rows); `--test` scores the test sets, for the final figures of
+settings already frozen. In WORKDIR (its own data/, models/, reports/) it builds the
 data when the data conf changed, trains each model named by --train unless the same conf (its own, the
 models it builds on, the data's) already trained it there, evaluates the models named by --evaluate, and
 appends one line per model to WORKDIR/results.jsonl: the overrides, the dev scores, training seconds.
@@ -32,8 +33,10 @@ def main() -> None:
     ap.add_argument("--train", default="")
     ap.add_argument("--evaluate", default="")
     ap.add_argument("--sets", default="cc_test,t2c_test,c2t_test", help="test sets whose dev twins are scored")
+    ap.add_argument("--test", action="store_true",
+                    help="score the test sets themselves (only once the settings are frozen: the final figures)")
     ap.add_argument("overrides", nargs="*")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     os.environ.setdefault("WANDB_MODE", "disabled")
 
     from pipeline.io import fingerprint
@@ -46,7 +49,7 @@ def main() -> None:
     if not bench.is_absolute():
         w["data"]["benchmarks_dir"] = str((ROOT / bench).resolve())
     wanted = a.sets.split(",")
-    w["evaluation"]["sets"] = {DEV[s]: w["evaluation"]["sets"][s] for s in wanted}
+    w["evaluation"]["sets"] = {(s if a.test else DEV[s]): w["evaluation"]["sets"][s] for s in wanted}
     work = Path(a.workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     os.chdir(work)
@@ -86,7 +89,7 @@ def main() -> None:
     for name in filter(None, a.evaluate.split(",")):
         t0 = time.time()
         metrics = evaluate(params, f"code/{name}")
-        line = {"model": name, "overrides": a.overrides, "scores": {s: m["score"] for s, m in metrics.items()},
+        line = {"model": name, "overrides": a.overrides, "split": "test" if a.test else "dev", "scores": {s: m["score"] for s, m in metrics.items()},
                 "by_group": {s: m.get("by_group") for s, m in metrics.items()},
                 "eval_seconds": round(time.time() - t0, 1), **({"train": trained[name]} if name in trained else {})}
         with open("results.jsonl", "a") as f:
