@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline.benchmarks.metrics import corpus_chrf
 from pipeline.errors import PipelineError
@@ -19,7 +18,6 @@ from pipeline.worlds import code as world
 from pipeline.worlds import code_corpus, code_synth
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf" / "world" / "code_data.yaml"
 TRAINING = ["english_train", "code_train", "mb_code_train", "format_train", "composition_train"]
 EVALUATION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev", "c2t_test", "c2t_dev"]
 EXECUTION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev"]
@@ -29,7 +27,10 @@ MODULES = ["operator", "calendar", "stat", "datetime", "email", "colorsys", "tex
 
 
 def default_cfg() -> dict:
-    return yaml.safe_load(CONF.read_text())
+    """The world's `data:` block as the default preset composes it (conf/world/code.yaml + conf/size/code/cpu.yaml)."""
+    from pipeline.params import compose_params
+
+    return compose_params(["world=[code]"])["worlds"]["code"]["data"]
 
 
 def small(cfg: dict) -> dict:
@@ -309,6 +310,23 @@ def test_synthesized_tests_reject_rival_functions(built):
                     assert a is code_synth._FAIL or a == b, (r["id"], other, args)
             n_rivals += 1
     assert n_rivals > 50
+
+
+def test_pass_at_k_scorer_on_the_execution_sets(built):
+    """The evaluate stage's scorer (pipeline.scoring.pass_at_k: sandbox + unbiased estimator) on this world's
+    execution rows: references score 100, `return None` bodies 0, and two samples per row of which one is right
+    give pass@1 = 50 and pass@2 = 100; per-family groups are reported."""
+    from pipeline.scoring import pass_at_k
+
+    _, _, rows = built
+    sample = rows["cc_test"][:3] + rows["t2c_test"][:3] + rows["cc_stdlib_test"][:3]
+    right, _ = pass_at_k(sample, [[r["target"]] for r in sample], {})
+    wrong, records = pass_at_k(sample, [[world._wrong(r)] for r in sample], {})
+    assert right["score"] == 100.0 and wrong["score"] == 0.0
+    assert all(rec["passed"] == [False] for rec in records)
+    mixed, _ = pass_at_k(sample, [[world._wrong(r), r["target"]] for r in sample], {"ks": [1, 2]})
+    assert mixed["pass@1"] == pytest.approx(50.0) and mixed["pass@2"] == pytest.approx(100.0)
+    assert set(right["by_group"]) == {r["group"] for r in sample} and all(v == 100.0 for v in right["by_group"].values())
 
 
 def test_chrf_of_the_reference_is_100(built):

@@ -1,8 +1,9 @@
-"""Smoke: `dvc repro` of the micro preset in a fresh copy of the repository, with three worlds side by side: the
-key-value world (Table 1), the language world (Tables 2-3, Figure 2) and a world declared by conf alone
-(tests/toy_copy_world.yaml as conf/world/copy.yaml, module tests/toy_copy_world.py, every training kind in it).
-Every world builds, its tables have all their cells, a second `dvc repro` runs nothing, and a change to one
-world's conf reruns that world's stages only.
+"""Smoke: `dvc repro` of the micro preset in a fresh copy of the repository, with four worlds side by side: the
+key-value world (Table 1), the language world (Tables 2-3, Figure 2), the code world (Table 4: its pass@1 sets
+scored in the sandbox and its chrF set) and a world declared by conf alone (tests/toy_copy_world.yaml as
+conf/world/copy.yaml, module tests/toy_copy_world.py, every training kind in it). Every world builds, its tables
+have all their cells, a second `dvc repro` runs nothing, and a change to one world's conf reruns that world's
+stages only. The language and code worlds read ../shared/benchmarks (CI has it); without it they are left out.
 
 The targets are the worlds' reports, not Table 5: its models (the same generic stages, and kinds the toy world
 covers) would add a dozen stage processes to CI's longest test; tests/test_ablations.py trains and sweeps them at
@@ -15,6 +16,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -29,11 +32,12 @@ def _copy_repo(dst: Path) -> None:
             shutil.copy2(src, dst / rel)
 
 
-# the language world reads FLORES-200 and GSM8K from ../shared/benchmarks (CI has it); without them it is left out
+# the language and code worlds read FLORES-200, GSM8K, MBPP and CodeXGLUE from ../shared/benchmarks (CI has it)
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
-HAS_BENCHMARKS = (BENCHMARKS / "flores200").is_dir() and (BENCHMARKS / "gsm8k").is_dir()
-WORLDS = "kv_arithmetic,copy" + (",languages" if HAS_BENCHMARKS else "")
-TARGETS = ["report@table1", "report@copy_table"] + (["report@table2", "report@table3", "figure@figure2"] if HAS_BENCHMARKS else [])
+HAS_BENCHMARKS = all((BENCHMARKS / d).is_dir() for d in ("flores200", "gsm8k", "mbpp", "codexglue"))
+WORLDS = "kv_arithmetic,copy" + (",languages,code" if HAS_BENCHMARKS else "")
+TARGETS = ["report@table1", "report@copy_table"] + (
+    ["report@table2", "report@table3", "figure@figure2", "report@table4"] if HAS_BENCHMARKS else [])
 
 
 def _stages_run(stdout: str) -> set[str]:
@@ -50,7 +54,7 @@ def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     params = [sys.executable, "-m", "pipeline.params", "preset=micro", f"world=[{WORLDS}]"]
     if HAS_BENCHMARKS:  # the copy lives outside the checkout, so ../shared is not beside it
-        params.append(f"worlds.languages.data.benchmarks_dir={BENCHMARKS}")
+        params += [f"worlds.languages.data.benchmarks_dir={BENCHMARKS}", f"worlds.code.data.benchmarks_dir={BENCHMARKS}"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(params, cwd=repo, env=env, check=True, capture_output=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
@@ -81,8 +85,8 @@ def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
     assert json.loads((repo / "models/copy/mA_random/train_info.json").read_text())["steps"] == 0
     assert "copy 4-letter strings" in (repo / "reports/copy_table.md").read_text()
 
-    # the language world (Tables 2-3, Figure 2): every cell, per-language chrF and GSM accuracy, the figure
     if HAS_BENCHMARKS:
+        # the language world (Tables 2-3, Figure 2): every cell, per-language chrF and GSM accuracy, the figure
         for table in ("table2", "table3"):
             cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
             assert len(cells) >= 50 and all(c["ours"] not in ("", None) for c in cells), table
@@ -92,6 +96,17 @@ def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
         assert lang["math_hrl_test"]["metric"] == "gsm_accuracy" and "en" in lang["math_hrl_test"]["by_group"]
         assert (repo / "reports/figure2.png").read_bytes().startswith(b"\x89PNG")
         assert "SYNTHETIC" in (repo / "reports/table2.md").read_text()
+        # the code world: Table 4's four rows x four models, pass@1 from the sandbox and chrF, every row scored
+        t4 = list(csv.DictReader(open(repo / "reports/table4.csv")))
+        assert len(t4) == 16 and {r["model"] for r in t4} == {"mA", "mB", "CALM", "mB+Code"}
+        assert all(r["ours"] not in ("", None) and r["paper"] for r in t4 if not r["task"].startswith("CC-stdlib"))
+        assert {r["set"]: r["metric"] for r in t4} == {"cc_test": "pass_at_k", "t2c_test": "pass_at_k",
+                                                       "c2t_test": "chrf", "cc_stdlib_test": "pass_at_k"}
+        code_metrics = json.loads((repo / "reports/code/metrics/calm.json").read_text())["metrics"]
+        assert code_metrics["cc_test"]["n"] == 6 and "pass@1" in code_metrics["cc_test"]
+        predictions = [json.loads(line) for line in open(repo / "reports/code/predictions/calm.jsonl")]
+        assert {p["set"] for p in predictions} == {"cc_test", "t2c_test", "c2t_test", "cc_stdlib_test"}
+        assert all(len(p["passed"]) == 1 for p in predictions if p["set"] != "c2t_test")
 
     r2 = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
     assert r2.returncode == 0, r2.stderr[-2000:]
@@ -102,5 +117,5 @@ def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
     r3 = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
     assert r3.returncode == 0, r3.stderr[-2000:]
     ran = _stages_run(r3.stdout)
-    assert "train@copy/mB" in ran and not any("kv_arithmetic" in s or "languages" in s or s in ("report@table1", "report@table2")
-                                              for s in ran), ran
+    assert "train@copy/mB" in ran and not any(w in s for w in ("kv_arithmetic", "languages", "code/") for s in ran) \
+        and not ran & {"report@table1", "report@table2", "report@table4"}, ran

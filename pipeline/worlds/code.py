@@ -169,7 +169,7 @@ def _check(cfg: dict) -> None:
     for key in ("benchmarks_dir", "eval_seed", "max_function_chars", "near_copy", "english", "synthetic",
                 "capture", "c2t", "sizes", "mb", "composition"):
         if key not in cfg:
-            raise PipelineError(f"code world: cfg lacks `{key}` (conf/world/code_data.yaml lists every key)")
+            raise PipelineError(f"code world: cfg lacks `{key}` (conf/world/code.yaml's worlds.code.data lists every key)")
     tasks = cfg["composition"]["tasks"]
     if set(tasks) - set(TASKS) or not tasks or any(float(v) < 0 for v in tasks.values()) \
             or sum(float(v) for v in tasks.values()) <= 0:
