@@ -34,7 +34,7 @@ def _copy_repo(dst: Path) -> None:
 
 # the language and code worlds read FLORES-200, GSM8K, MBPP and CodeXGLUE from ../shared/benchmarks (CI has it)
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
-HAS_BENCHMARKS = all((BENCHMARKS / d).is_dir() for d in ("flores200", "gsm8k", "mbpp", "codexglue"))
+HAS_BENCHMARKS = all((BENCHMARKS / d).is_dir() for d in ("flores200", "gsm8k", "mbpp", "codexglue_code_to_text"))
 WORLDS = "kv_arithmetic,copy" + (",languages,code" if HAS_BENCHMARKS else "")
 TARGETS = ["report@table1", "report@copy_table"] + (
     ["report@table2", "report@table3", "figure@figure2", "report@table4"] if HAS_BENCHMARKS else [])
