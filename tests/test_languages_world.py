@@ -421,3 +421,29 @@ def test_segments_cover_the_sentence_and_none_in_training_equals_a_flores_segmen
     english = [r["target"] for r in _read(d, "english_train")] + [r["target"] for r in _read(d, "hrl_translation_train")]
     assert not any(world.normalise(u) in flores_segments for u in english)
     assert summary["flores"]["training_segments_equal_to_a_flores_segment_dropped"] > 0  # the check had work to do
+
+
+def test_bitext_direction_and_format_options(small_cfg, tmp_path):
+    langs = world.make_languages(small_cfg)
+    lrl = [c for c, l in langs.items() if l.resource == "lrl"]
+    n = small_cfg["sizes"]["lrl_bitext_per_language"]
+    # the default: half of each language's pairs XX -> En, half En -> XX, both plain text that round-trips
+    world.build(small_cfg, tmp_path / "text", seed=1)
+    default = _read(tmp_path / "text", "lrl_bitext_train")
+    assert len(default) == n * len(lrl)
+    to_en = [r for r in default if r["target"].startswith(f"<{r['group']}> ")]
+    assert len(to_en) == len(default) // 2
+    for r in default:
+        code, (first, second) = r["group"], r["target"].split(" = ", 1)
+        xx, en = (first, second) if r in to_en else (second, first[len("<en> "):])
+        assert syn.unrender(xx[len(code) + 3:], langs[code]) == en
+    # every pair XX -> En in the translation format (loss on the English only), the same sentences
+    world.build(dict(small_cfg, bitext_to_english=1.0, bitext_format="task"), tmp_path / "task", seed=1)
+    task = _read(tmp_path / "task", "lrl_bitext_train")
+    assert len(task) == len(default)
+    assert all(r["prompt"] == world.translation_prompt(r["group"], syn.render(r["target"], langs[r["group"]]))
+               for r in task)
+    assert {r["target"].split(" = ", 1)[1] for r in to_en} < {r["target"] for r in task}
+    for bad in ({"bitext_to_english": 1.5}, {"bitext_format": "bitext"}):
+        with pytest.raises(PipelineError, match=next(iter(bad))):
+            world.build(dict(small_cfg, **bad), tmp_path / "bad", seed=1)

@@ -633,6 +633,16 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
 
     mono, bitext, dc = [], [], []
     n_mono, n_bi = int(sizes["lrl_monolingual_per_language"]), int(sizes["lrl_bitext_per_language"])
+    # bitext rows in the evaluated direction (XX -> En); the rest En -> XX. 0.5: each pair in either direction
+    to_english = float(cfg.get("bitext_to_english", 0.5))
+    if not 0.0 <= to_english <= 1.0:
+        raise PipelineError(f"worlds.languages.data.bitext_to_english must be in [0, 1], got {to_english}")
+    # text: the pair as plain text (loss on both sides, as a web corpus holds it); task: XX -> En rows in the
+    # translation format, loss on the English side only (as the task rows of mB's HRL data)
+    bitext_format = cfg.get("bitext_format", "text")
+    if bitext_format not in ("text", "task"):
+        raise PipelineError(f"worlds.languages.data.bitext_format must be text or task, not {bitext_format!r}")
+    bitext_as_task = bitext_format == "task"
     comp = cfg["composition"]
     n_dc = int(round(float(comp["fraction"]) * (n_mono + n_bi)))
     for lang in lrl:
@@ -644,8 +654,12 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         rendered = {s: rend(s, lang) for s in sents}
         for s in mono_s:
             mono.append({"prompt": "", "target": f"<{lang.code}> {rendered[s]}", "group": lang.code})
+        n_to_en = int(round(to_english * len(bi_s)))
         for j, s in enumerate(bi_s):
-            if j % 2 == 0:
+            if j < n_to_en and bitext_as_task:
+                bitext.append({"prompt": translation_prompt(lang.code, rendered[s]), "target": s, "group": lang.code})
+                continue
+            if j < n_to_en:
                 t = f"<{lang.code}> {rendered[s]} = {s}"
             else:
                 t = f"<en> {s} = <{lang.code}> {rendered[s]}"
