@@ -16,8 +16,11 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
+# Two workers, one per core of the 2-core machines this runs on (tests/conftest.py starts the two smoke `dvc repro`
+# tests first, one on each); one torch thread per process, so two workers do not fight over the cores.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -q tests
+	CALM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 bench: setup
 	$(PY) speed/bench_composition.py

@@ -1,9 +1,11 @@
-"""Smoke: `dvc repro` of the micro preset in a fresh copy of the repository, with four worlds side by side: the
-key-value world (Table 1), the language world (Tables 2-3, Figure 2), the code world (Table 4: its pass@1 sets
-scored in the sandbox and its chrF set) and a world declared by conf alone (tests/toy_copy_world.yaml as
-conf/world/copy.yaml, module tests/toy_copy_world.py, every training kind in it). Every world builds, its tables
-have all their cells, a second `dvc repro` runs nothing, and a change to one world's conf reruns that world's
-stages only. The language and code worlds read ../shared/benchmarks (CI has it); without it they are left out.
+"""Smoke: `dvc repro` of the micro preset in a fresh copy of the repository, in two tests that `make test` runs
+side by side (pytest-xdist, one per core; tests/conftest.py starts them first):
+- the key-value world (Table 1) beside a world declared by conf alone (tests/toy_copy_world.yaml as
+  conf/world/copy.yaml, module tests/toy_copy_world.py, every training kind in it): every table has all its
+  cells, a second `dvc repro` runs nothing, and a change to one world's conf reruns that world's stages only;
+- the language world (Tables 2-3, Figure 2) beside the code world (Table 4: its pass@1 sets scored in the
+  sandbox, its chrF set): every cell, and a second `dvc repro` runs nothing. They read ../shared/benchmarks (CI
+  has it); without it that test is skipped.
 
 The targets are the worlds' reports, not Table 5: its models (the same generic stages, and kinds the toy world
 covers) would add a dozen stage processes to CI's longest test; tests/test_ablations.py trains and sweeps them at
@@ -35,16 +37,14 @@ def _copy_repo(dst: Path) -> None:
 # the language and code worlds read FLORES-200, GSM8K, MBPP and CodeXGLUE from ../shared/benchmarks (CI has it)
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 HAS_BENCHMARKS = all((BENCHMARKS / d).is_dir() for d in ("flores200", "gsm8k", "mbpp", "codexglue_code_to_text"))
-WORLDS = "kv_arithmetic,copy" + (",languages,code" if HAS_BENCHMARKS else "")
-TARGETS = ["report@table1", "report@copy_table"] + (
-    ["report@table2", "report@table3", "figure@figure2", "report@table4"] if HAS_BENCHMARKS else [])
 
 
 def _stages_run(stdout: str) -> set[str]:
     return {line.split("'")[1] for line in stdout.splitlines() if line.startswith("Running stage")}
 
 
-def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
+def _micro_repo(tmp_path: Path, worlds: str, overrides: tuple[str, ...] = ()) -> tuple[Path, dict, list[str]]:
+    """A fresh git copy of the repository whose params.yaml is the micro preset of `worlds`."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _copy_repo(repo)
@@ -52,19 +52,35 @@ def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
     env = dict(os.environ, WANDB_MODE="disabled", PATH=f"{BIN}:{os.environ['PATH']}")
     env.pop("CALM_PARAMS", None)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    params = [sys.executable, "-m", "pipeline.params", "preset=micro", f"world=[{WORLDS}]"]
-    if HAS_BENCHMARKS:  # the copy lives outside the checkout, so ../shared is not beside it
-        params += [f"worlds.languages.data.benchmarks_dir={BENCHMARKS}", f"worlds.code.data.benchmarks_dir={BENCHMARKS}"]
+    params = [sys.executable, "-m", "pipeline.params", "preset=micro", f"world=[{worlds}]", *overrides]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(params, cwd=repo, env=env, check=True, capture_output=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-qm", "copy"], cwd=repo, check=True)
+    return repo, env, params
 
+
+def _repro(repo: Path, env: dict, targets: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "dvc"), "repro", *targets], cwd=repo, env=env, capture_output=True, text=True)
+
+
+def _repro_timed(repo: Path, env: dict, targets: list[str], worlds: str) -> None:
     t0 = time.time()
-    r = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
-    elapsed = time.time() - t0
+    r = _repro(repo, env, targets)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    print(f"micro dvc repro, worlds {WORLDS}: {elapsed:.0f} s")
+    print(f"micro dvc repro, worlds {worlds}: {time.time() - t0:.0f} s")
+
+
+def _assert_nothing_reruns(repo: Path, env: dict, targets: list[str]) -> None:
+    r = _repro(repo, env, targets)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not _stages_run(r.stdout), r.stdout[-2000:]
+
+
+def test_micro_dvc_repro_kv_and_conf_declared_worlds(tmp_path):
+    worlds, targets = "kv_arithmetic,copy", ["report@table1", "report@copy_table"]
+    repo, env, params = _micro_repo(tmp_path, worlds)
+    _repro_timed(repo, env, targets, worlds)
 
     md = (repo / "reports/table1.md").read_text()
     rows = list(csv.DictReader(open(repo / "reports/table1.csv")))
@@ -85,37 +101,47 @@ def test_micro_dvc_repro_worlds_side_by_side(tmp_path):
     assert json.loads((repo / "models/copy/mA_random/train_info.json").read_text())["steps"] == 0
     assert "copy 4-letter strings" in (repo / "reports/copy_table.md").read_text()
 
-    if HAS_BENCHMARKS:
-        # the language world (Tables 2-3, Figure 2): every cell, per-language chrF and GSM accuracy, the figure
-        for table in ("table2", "table3"):
-            cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
-            assert len(cells) >= 50 and all(c["ours"] not in ("", None) for c in cells), table
-            assert {c["model"] for c in cells} == {"vanilla", "mA", "mB", "CALM", "skyline"}
-        lang = json.loads((repo / "reports/languages/metrics/calm.json").read_text())["metrics"]
-        assert lang["flores_lrl_test"]["metric"] == "chrf" and len(lang["flores_lrl_test"]["by_group"]) == 26
-        assert lang["math_hrl_test"]["metric"] == "gsm_accuracy" and "en" in lang["math_hrl_test"]["by_group"]
-        assert (repo / "reports/figure2.png").read_bytes().startswith(b"\x89PNG")
-        assert "SYNTHETIC" in (repo / "reports/table2.md").read_text()
-        # the code world: Table 4's four rows x four models, pass@1 from the sandbox and chrF, every row scored
-        t4 = list(csv.DictReader(open(repo / "reports/table4.csv")))
-        assert len(t4) == 16 and {r["model"] for r in t4} == {"mA", "mB", "CALM", "mB+Code"}
-        assert all(r["ours"] not in ("", None) and r["paper"] for r in t4 if not r["task"].startswith("CC-stdlib"))
-        assert {r["set"]: r["metric"] for r in t4} == {"cc_test": "pass_at_k", "t2c_test": "pass_at_k",
-                                                       "c2t_test": "chrf", "cc_stdlib_test": "pass_at_k"}
-        code_metrics = json.loads((repo / "reports/code/metrics/calm.json").read_text())["metrics"]
-        assert code_metrics["cc_test"]["n"] == 6 and "pass@1" in code_metrics["cc_test"]
-        predictions = [json.loads(line) for line in open(repo / "reports/code/predictions/calm.jsonl")]
-        assert {p["set"] for p in predictions} == {"cc_test", "t2c_test", "c2t_test", "cc_stdlib_test"}
-        assert all(len(p["passed"]) == 1 for p in predictions if p["set"] != "c2t_test")
+    _assert_nothing_reruns(repo, env, targets)
 
-    r2 = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
-    assert r2.returncode == 0, r2.stderr[-2000:]
-    assert not _stages_run(r2.stdout), r2.stdout[-2000:]
+    # one world's change reruns that model's stages in that world only
+    subprocess.run(params + ["worlds.copy.models.mB_ft.train.steps=4"], cwd=repo, env=env, check=True, capture_output=True)
+    r = _repro(repo, env, targets)
+    assert r.returncode == 0, r.stderr[-2000:]
+    ran = _stages_run(r.stdout)
+    assert "train@copy/mB_ft" in ran and "report@copy_table" in ran, ran
+    assert not any("kv_arithmetic" in s or s in ("train@copy/mB", "train@copy/calm") for s in ran) \
+        and "report@table1" not in ran, ran
 
-    # one world's change reruns that world only
-    subprocess.run(params + ["worlds.copy.models.mB.train.steps=4"], cwd=repo, env=env, check=True, capture_output=True)
-    r3 = subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=repo, env=env, capture_output=True, text=True)
-    assert r3.returncode == 0, r3.stderr[-2000:]
-    ran = _stages_run(r3.stdout)
-    assert "train@copy/mB" in ran and not any(w in s for w in ("kv_arithmetic", "languages", "code/") for s in ran) \
-        and not ran & {"report@table1", "report@table2", "report@table4"}, ran
+
+@pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
+def test_micro_dvc_repro_language_and_code_worlds(tmp_path):
+    worlds = "languages,code"
+    targets = ["report@table2", "report@table3", "figure@figure2", "report@table4"]
+    # the copy lives outside the checkout, so ../shared is not beside it
+    repo, env, _ = _micro_repo(tmp_path, worlds, (f"worlds.languages.data.benchmarks_dir={BENCHMARKS}",
+                                                  f"worlds.code.data.benchmarks_dir={BENCHMARKS}"))
+    _repro_timed(repo, env, targets, worlds)
+
+    # the language world (Tables 2-3, Figure 2): every cell, per-language chrF and GSM accuracy, the figure
+    for table in ("table2", "table3"):
+        cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
+        assert len(cells) >= 50 and all(c["ours"] not in ("", None) for c in cells), table
+        assert {c["model"] for c in cells} == {"vanilla", "mA", "mB", "CALM", "skyline"}
+    lang = json.loads((repo / "reports/languages/metrics/calm.json").read_text())["metrics"]
+    assert lang["flores_lrl_test"]["metric"] == "chrf" and len(lang["flores_lrl_test"]["by_group"]) == 26
+    assert lang["math_hrl_test"]["metric"] == "gsm_accuracy" and "en" in lang["math_hrl_test"]["by_group"]
+    assert (repo / "reports/figure2.png").read_bytes().startswith(b"\x89PNG")
+    assert "SYNTHETIC" in (repo / "reports/table2.md").read_text()
+    # the code world: Table 4's four rows x four models, pass@1 from the sandbox and chrF, every row scored
+    t4 = list(csv.DictReader(open(repo / "reports/table4.csv")))
+    assert len(t4) == 16 and {r["model"] for r in t4} == {"mA", "mB", "CALM", "mB+Code"}
+    assert all(r["ours"] not in ("", None) and r["paper"] for r in t4 if not r["task"].startswith("CC-stdlib"))
+    assert {r["set"]: r["metric"] for r in t4} == {"cc_test": "pass_at_k", "t2c_test": "pass_at_k",
+                                                   "c2t_test": "chrf", "cc_stdlib_test": "pass_at_k"}
+    code_metrics = json.loads((repo / "reports/code/metrics/calm.json").read_text())["metrics"]
+    assert code_metrics["cc_test"]["n"] == 6 and "pass@1" in code_metrics["cc_test"]
+    predictions = [json.loads(line) for line in open(repo / "reports/code/predictions/calm.jsonl")]
+    assert {p["set"] for p in predictions} == {"cc_test", "t2c_test", "c2t_test", "cc_stdlib_test"}
+    assert all(len(p["passed"]) == 1 for p in predictions if p["set"] != "c2t_test")
+
+    _assert_nothing_reruns(repo, env, targets)
