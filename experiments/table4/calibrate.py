@@ -10,6 +10,9 @@ settings already frozen. In WORKDIR (its own data/, models/, reports/) it builds
 data when the data conf changed, trains each model named by --train unless the same conf (its own, the
 models it builds on, the data's) already trained it there, evaluates the models named by --evaluate, and
 appends one line per model to WORKDIR/results.jsonl: the overrides, the dev scores, training seconds.
+`--models-from CHECKOUT` scores, instead, the data and models that `dvc repro` built in CHECKOUT (linked into
+WORKDIR, never rebuilt or trained; the composed models conf must equal CHECKOUT's params.yaml): the dev figures
+of the very models a published test-row table comes from.
 docs/table4-calibration-log.md records what was tried with these figures.
 """
 from __future__ import annotations
@@ -35,6 +38,8 @@ def main() -> None:
     ap.add_argument("--sets", default="cc_test,t2c_test,c2t_test", help="test sets whose dev twins are scored")
     ap.add_argument("--test", action="store_true",
                     help="score the test sets themselves (only once the settings are frozen: the final figures)")
+    ap.add_argument("--models-from", metavar="CHECKOUT",
+                    help="score the data and models `dvc repro` built in this checkout (no building or training)")
     ap.add_argument("overrides", nargs="*")
     a = ap.parse_intermixed_args()
     os.environ.setdefault("WANDB_MODE", "disabled")
@@ -63,7 +68,9 @@ def main() -> None:
 
     data_key = fingerprint({"data": w["data"], "seed": params["seed"]})
     marker = Path("data/code/.calibration_key")
-    if not marker.exists() or marker.read_text() != data_key:
+    if a.models_from:
+        _link_checkout(Path(a.models_from).resolve(), w, a.train)
+    elif not marker.exists() or marker.read_text() != data_key:
         t0 = time.time()
         build_world_data(params, "code")
         marker.write_text(data_key)
@@ -95,6 +102,33 @@ def main() -> None:
         with open("results.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
         print(json.dumps({"model": name, "scores": line["scores"], **({"train": trained[name]} if name in trained else {})}))
+
+
+def _link_checkout(checkout: Path, world_cfg: dict, train: str) -> None:
+    """Links CHECKOUT's data/code and models/code into the work directory (the cwd), after checking that they
+    were built under the models conf composed here; exits with one line otherwise."""
+    import yaml
+
+    if train:
+        sys.exit("--models-from scores models trained elsewhere: drop --train")
+    params_file = checkout / "params.yaml"
+    if not params_file.exists():
+        sys.exit(f"--models-from: {params_file} not found")
+    theirs = (yaml.safe_load(params_file.read_text()).get("worlds") or {}).get("code")
+    if theirs is None:
+        sys.exit(f"--models-from: {params_file} has no code world (compose it with world=[code])")
+    if theirs["models"] != world_cfg["models"] or theirs["data"] != world_cfg["data"] | {"benchmarks_dir": theirs["data"]["benchmarks_dir"]}:
+        sys.exit(f"--models-from: {params_file}'s code data or models conf differs from the one composed here")
+    for sub in ("data/code", "models/code"):
+        target, link = checkout / sub, Path(sub)
+        if not target.is_dir():
+            sys.exit(f"--models-from: {target} missing (run dvc repro there first)")
+        if link.is_symlink():
+            link.unlink()
+        elif link.exists():
+            sys.exit(f"--models-from: {link.resolve()} exists: use a new WORKDIR")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
 
 
 def _key(name: str) -> str | None:

@@ -11,7 +11,8 @@ Sources (no network; everything is on a fresh machine or in ../shared/benchmarks
   code      this interpreter's standard library (code_corpus.py: functions and methods cut out with `ast`,
             test/demo/vendored packages skipped; Python 3.11.7: 576 files, 14,181 functions, 6,045 with a
             docstring), and synthesized functions (code_synth.py: four families, 1,388 structures of which
-            1,206 give functions that depend on their input).
+            1,206 give functions that depend on their input; the default cpu preset uses the `numeric`
+            family alone, 829 viable structures: see "Measured" below).
   English   GSM8K *train* questions (everyday narrative prose: the only English corpus here) and the prose
             paragraphs of the stdlib's docstrings (technical prose, the register of code-to-text summaries;
             module, class and training-function docstrings only).  `english.*` selects them.
@@ -74,7 +75,14 @@ No test item in training (summary `exclusion` counts what each check removed):
     Synthesized evaluation items are held out by structure: no training row has a function of their structure
     with any constants.
 
-Measured at the default cfg (Python 3.11.7, seed 0; characters = prompt + target per row):
+Measured at the default preset (conf/size/code/cpu.yaml: `synthetic.families: [numeric]`, `sizes.code_stdlib:
+1000`; Python 3.11.7, seed 0): code_train 5,000 rows, 1.05M chars (1,000 stdlib + 4,000 synthesized functions);
+829 viable numeric structures, 302 held out for cc/t2c test and dev, 527 left for training; mb_code_train 250
+rows; composition_train 385 rows, 74k chars = 7.05% of code_train (c2t 134, t2c 111, cc 84, cc_stdlib 56);
+english_train, format_train and the evaluation sets' sizes as below; longest row 385 characters.
+
+Measured at conf/world/code.yaml's data block alone (all four families, 3,000 stdlib functions: the values a
+larger preset starts from; Python 3.11.7, seed 0; characters = prompt + target per row):
   english_train 5,000 rows, 765k chars (3,000 GSM8K questions of 5,786 that qualify, 590k; 2,000 docstring
   paragraphs of 2,627, 175k), median 155, max 300; code_train 7,000 rows, 1.30M chars (3,000 stdlib
   functions of 7,238 that qualify; 4,000 synthesized, 30% of them in the T2C layout), median 201, max 331;
@@ -84,7 +92,7 @@ Measured at the default cfg (Python 3.11.7, seed 0; characters = prompt + target
   row: 385 characters.  Build: 50-100 s on 2 shared cores (stdlib parse ~15-30 s, sandbox capture and
   verification ~20 s).
 
-Learnability probe (an H100, not the pipeline: a 3.3M-parameter character GPT, 4x256, batch 64, lr 1e-3,
+Learnability probe (four families; an H100, not the pipeline: a 3.3M-parameter character GPT, 4x256, batch 64, lr 1e-3,
 greedy; data of an earlier default with 5,000 stdlib + 3,000 synthesized functions and no T2C-layout rows):
   after ~870-1,550 steps (55k-100k rows seen): code_train + format_train: CC 15%, T2C 0, CC-stdlib 0, C2T
   chrF 10.4; english_train + mb_code_train + format_train (mB-like): CC 0, T2C 0, CC-stdlib 0, C2T 14.6;
@@ -92,7 +100,9 @@ greedy; data of an earlier default with 5,000 stdlib + 3,000 synthesized functio
   After 300 steps (19k rows, what a few CPU minutes buy): every execution task 0, C2T chrF ~9.
   So CC moves once a model has seen each synthesized training function several times, T2C was at the floor
   (hence `t2c_style_fraction`, not yet probed), and CC-stdlib (real held-out code) stayed at 0: treat it as a
-  diagnostic for the CPU preset and a real task for real models.
+  diagnostic for the CPU preset and a real task for real models.  At one CPU thread a 4x256 model at this
+  step count takes hours, hence the cpu preset's numeric family and 2x128 models
+  (docs/table4-calibration-log.md: mA writes 70% of the dev CC bodies after 800 x 32 rows).
 
 Characters: printable ASCII and newline (`vocabulary`).  A function, question or paragraph with any other
 character (tabs, non-ASCII) or with a special-token string ("<eos>", ...) is dropped, not rewritten; build()
