@@ -220,8 +220,11 @@ def test_rows_and_groups(small_cfg, built):
     assert groups("flores_hrl_test") == groups("hrl_translation_train") == set(hrl)
     assert groups("math_hrl_test") == groups("hrl_math_train") == set(hrl) | {"en"}
     assert groups("composition_train") == set(lrl)
-    assert all(r["prompt"] == "" for name in ("english_train", "lrl_monolingual_train", "lrl_bitext_train")
-               for r in _read(d, name))
+    assert all(r["prompt"] == "" for name in ("english_train", "lrl_monolingual_train") for r in _read(d, name))
+    # bitext: plain text, or (bitext_format: task, the cpu preset) XX -> En rows in the translation format
+    as_task = small_cfg.get("bitext_format") == "task"
+    assert all(r["prompt"] == "" or (as_task and r["prompt"].startswith(f"<{r['group']}> ") and r["prompt"].endswith(" = "))
+               for r in _read(d, "lrl_bitext_train"))
     # each language's evaluation rows are the same sentences / problems, in the same order
     flores = _read(d, "flores_lrl_test")
     per = {}
@@ -336,7 +339,7 @@ def test_composition_data_is_five_percent_of_mA_data_in_task_format(small_cfg, b
     langs = world.make_languages(small_cfg)
     mono, bitext, dc = (_read(d, n) for n in ("lrl_monolingual_train", "lrl_bitext_train", "composition_train"))
     assert abs(len(dc) / (len(mono) + len(bitext)) - small_cfg["composition"]["fraction"]) < 0.01
-    ma_text = "\n".join(r["target"] for r in mono + bitext)
+    ma_text = "\n".join(r["prompt"] + r["target"] for r in mono + bitext)
     for r in dc:
         assert r["prompt"].startswith(f"<{r['group']}> ") and r["prompt"].endswith(" = ")
         assert r["prompt"][:-3] in ma_text  # the same LRL sentence is in mA's data
@@ -427,8 +430,8 @@ def test_bitext_direction_and_format_options(small_cfg, tmp_path):
     langs = world.make_languages(small_cfg)
     lrl = [c for c, l in langs.items() if l.resource == "lrl"]
     n = small_cfg["sizes"]["lrl_bitext_per_language"]
-    # the default: half of each language's pairs XX -> En, half En -> XX, both plain text that round-trips
-    world.build(small_cfg, tmp_path / "text", seed=1)
+    # the world's default: half of each language's pairs XX -> En, half En -> XX, plain text that round-trips
+    world.build(dict(small_cfg, bitext_to_english=0.5, bitext_format="text"), tmp_path / "text", seed=1)
     default = _read(tmp_path / "text", "lrl_bitext_train")
     assert len(default) == n * len(lrl)
     to_en = [r for r in default if r["target"].startswith(f"<{r['group']}> ")]
