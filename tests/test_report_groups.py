@@ -46,6 +46,9 @@ def _fake_outputs(root: Path, params: dict) -> dict:
             metrics[s] = {"metric": "chrf", "score": 99.0, "chrf2": 50.0 + i, "n": 40 * len(gs), "by_group": by_group}
         scores[model] = metrics
         (root / "reports" / WORLD / "metrics" / f"{model}.json").write_text(json.dumps({"model": model, "metrics": metrics}))
+        # Table 2 is a table over seeds: a model's default run is its metrics beside its train_info.json
+        (root / "models" / WORLD / model).mkdir(parents=True)
+        (root / "models" / WORLD / model / "train_info.json").write_text(json.dumps({"seed": 0, "steps": 1, "n_parameters": 1000}))
     return scores
 
 
