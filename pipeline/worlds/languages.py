@@ -39,7 +39,9 @@ Splits written by build() (JSONL, `group` = language code on rows that belong to
   hrl_translation_train    HRL->En translation rows: mB.
   hrl_math_train           math in each HRL and in English ("en"): mB.
   lrl_monolingual_train    "<syn-xx> {sentence}" plain text: mA (the NTL analogue's monolingual part).
-  lrl_bitext_train         "<syn-xx> {xx} = {en}" and "<en> {en} = <syn-xx> {xx}" plain text: mA's bitext.
+  lrl_bitext_train         "<syn-xx> {xx} = {en}" and "<en> {en} = <syn-xx> {xx}" plain text: mA's bitext
+                           (`bitext_to_english`: the XX -> En share; `bitext_format: task` writes those as
+                           translation rows, loss on the English only).
   composition_train        D_C: `composition.fraction` (paper: ~5%) of mA's LRL rows per language, drawn
                            from mA's own sentences, as translation task rows (`composition.task_fraction`;
                            the rest plain LRL text); `composition.math_fraction` adds LRL math rows (the
