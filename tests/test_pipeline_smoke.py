@@ -12,75 +12,21 @@ covers) would add a dozen stage processes to CI's longest test; tests/test_ablat
 the micro preset through the stages' own functions."""
 import csv
 import json
-import os
-import shutil
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
+from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, assert_nothing_reruns, fresh_repo, repro, repro_timed, stages_run
 
 
-def _copy_repo(dst: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for rel in filter(None, files.decode().split("\0")):
-        src = ROOT / rel
-        if src.is_file():
-            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst / rel)
-
-
-# the language and code worlds read FLORES-200, GSM8K, MBPP and CodeXGLUE from ../shared/benchmarks (CI has it)
-BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
-HAS_BENCHMARKS = all((BENCHMARKS / d).is_dir() for d in ("flores200", "gsm8k", "mbpp", "codexglue_code_to_text"))
-
-
-def _stages_run(stdout: str) -> set[str]:
-    return {line.split("'")[1] for line in stdout.splitlines() if line.startswith("Running stage")}
-
-
-def _micro_repo(tmp_path: Path, worlds: str, overrides: tuple[str, ...] = ()) -> tuple[Path, dict, list[str]]:
-    """A fresh git copy of the repository whose params.yaml is the micro preset of `worlds`."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _copy_repo(repo)
-    shutil.copy(ROOT / "tests" / "toy_copy_world.yaml", repo / "conf" / "world" / "copy.yaml")
-    env = dict(os.environ, WANDB_MODE="disabled", PATH=f"{BIN}:{os.environ['PATH']}")
-    env.pop("CALM_PARAMS", None)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    params = [sys.executable, "-m", "pipeline.params", "preset=micro", f"world=[{worlds}]", *overrides]
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(params, cwd=repo, env=env, check=True, capture_output=True)
-    subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
-    subprocess.run(git + ["commit", "-qm", "copy"], cwd=repo, check=True)
-    return repo, env, params
-
-
-def _repro(repo: Path, env: dict, targets: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "dvc"), "repro", *targets], cwd=repo, env=env, capture_output=True, text=True)
-
-
-def _repro_timed(repo: Path, env: dict, targets: list[str], worlds: str) -> None:
-    t0 = time.time()
-    r = _repro(repo, env, targets)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    print(f"micro dvc repro, worlds {worlds}: {time.time() - t0:.0f} s")
-
-
-def _assert_nothing_reruns(repo: Path, env: dict, targets: list[str]) -> None:
-    r = _repro(repo, env, targets)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert not _stages_run(r.stdout), r.stdout[-2000:]
+def _micro_repo(tmp_path, worlds, overrides=()):
+    return fresh_repo(tmp_path, worlds, overrides, extra_files={"conf/world/copy.yaml": ROOT / "tests" / "toy_copy_world.yaml"})
 
 
 def test_micro_dvc_repro_kv_and_conf_declared_worlds(tmp_path):
     worlds, targets = "kv_arithmetic,copy", ["report@table1", "report@copy_table"]
     repo, env, params = _micro_repo(tmp_path, worlds)
-    _repro_timed(repo, env, targets, worlds)
+    repro_timed(repo, env, targets, f"micro, worlds {worlds}")
 
     md = (repo / "reports/table1.md").read_text()
     rows = list(csv.DictReader(open(repo / "reports/table1.csv")))
@@ -101,13 +47,13 @@ def test_micro_dvc_repro_kv_and_conf_declared_worlds(tmp_path):
     assert json.loads((repo / "models/copy/mA_random/train_info.json").read_text())["steps"] == 0
     assert "copy 4-letter strings" in (repo / "reports/copy_table.md").read_text()
 
-    _assert_nothing_reruns(repo, env, targets)
+    assert_nothing_reruns(repo, env, targets)
 
     # one world's change reruns that model's stages in that world only
     subprocess.run(params + ["worlds.copy.models.mB_ft.train.steps=4"], cwd=repo, env=env, check=True, capture_output=True)
-    r = _repro(repo, env, targets)
+    r = repro(repo, env, targets)
     assert r.returncode == 0, r.stderr[-2000:]
-    ran = _stages_run(r.stdout)
+    ran = stages_run(r.stdout)
     assert "train@copy/mB_ft" in ran and "report@copy_table" in ran, ran
     assert not any("kv_arithmetic" in s or s in ("train@copy/mB", "train@copy/calm") for s in ran) \
         and "report@table1" not in ran, ran
@@ -120,7 +66,7 @@ def test_micro_dvc_repro_language_and_code_worlds(tmp_path):
     # the copy lives outside the checkout, so ../shared is not beside it
     repo, env, _ = _micro_repo(tmp_path, worlds, (f"worlds.languages.data.benchmarks_dir={BENCHMARKS}",
                                                   f"worlds.code.data.benchmarks_dir={BENCHMARKS}"))
-    _repro_timed(repo, env, targets, worlds)
+    repro_timed(repo, env, targets, f"micro, worlds {worlds}")
 
     # the language world (Tables 2-3, Figure 2): every cell, per-language chrF and GSM accuracy, the figure
     for table in ("table2", "table3"):
@@ -144,4 +90,4 @@ def test_micro_dvc_repro_language_and_code_worlds(tmp_path):
     assert {p["set"] for p in predictions} == {"cc_test", "t2c_test", "c2t_test", "cc_stdlib_test"}
     assert all(len(p["passed"]) == 1 for p in predictions if p["set"] != "c2t_test")
 
-    _assert_nothing_reruns(repo, env, targets)
+    assert_nothing_reruns(repo, env, targets)

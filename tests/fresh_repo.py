@@ -1,0 +1,67 @@
+"""A fresh git copy of the repository with a composed params.yaml, and `dvc repro` in it: what the smoke tests
+and the paper-preset stand-in runs share. The copy lives outside the checkout, so ../shared is not beside it:
+pass the benchmarks directory as an override."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+# the language and code worlds read FLORES-200, GSM8K, MBPP and CodeXGLUE from ../shared/benchmarks (CI has it)
+BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
+HAS_BENCHMARKS = all((BENCHMARKS / d).is_dir() for d in ("flores200", "gsm8k", "mbpp", "codexglue_code_to_text"))
+
+
+def _copy_repo(dst: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in filter(None, files.decode().split("\0")):
+        src = ROOT / rel
+        if src.is_file():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / rel)
+
+
+def stages_run(stdout: str) -> set[str]:
+    return {line.split("'")[1] for line in stdout.splitlines() if line.startswith("Running stage")}
+
+
+def fresh_repo(tmp_path: Path, worlds: str, overrides: tuple[str, ...] = (), preset: str = "micro",
+               extra_files: dict[str, Path] | None = None) -> tuple[Path, dict, list[str]]:
+    """A fresh git copy of the repository whose params.yaml is `preset` of `worlds` plus `overrides`;
+    `extra_files` maps a path in the copy to a file to put there first (e.g. a conf-declared world)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _copy_repo(repo)
+    for rel, src in (extra_files or {}).items():
+        shutil.copy(src, repo / rel)
+    env = dict(os.environ, WANDB_MODE="disabled", PATH=f"{BIN}:{os.environ['PATH']}")
+    env.pop("CALM_PARAMS", None)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    params = [sys.executable, "-m", "pipeline.params", f"preset={preset}", f"world=[{worlds}]", *overrides]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    made = subprocess.run(params, cwd=repo, env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr[-2000:]
+    subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-qm", "copy"], cwd=repo, check=True)
+    return repo, env, params
+
+
+def repro(repo: Path, env: dict, targets: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "dvc"), "repro", *targets], cwd=repo, env=env, capture_output=True, text=True)
+
+
+def repro_timed(repo: Path, env: dict, targets: list[str], what: str) -> None:
+    t0 = time.time()
+    r = repro(repo, env, targets)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    print(f"dvc repro, {what}: {time.time() - t0:.0f} s")
+
+
+def assert_nothing_reruns(repo: Path, env: dict, targets: list[str]) -> None:
+    r = repro(repo, env, targets)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not stages_run(r.stdout), r.stdout[-2000:]
