@@ -51,3 +51,23 @@ def test_missing_model_fails_with_one_clear_line(tmp_path, monkeypatch):
         load_causal_lm("pkg:no_such_package_here")
     with pytest.raises(ModelLoadError, match="directory .* does not exist"):
         load_causal_lm(str(tmp_path / "nowhere"))
+
+
+def test_a_gguf_init_loads_dense_so_it_trains_and_saves(tmp_path):
+    """A training stage's `init` may be a GGUF file (the cpu_real presets' anchor): transformers marks such a model
+    quantized (not trainable, not serializable); dense=True unpacks it into a plain model that saves and reloads to
+    the same logits."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        model = load_causal_lm(**SMOLLM2, dense=True)
+    except ModelLoadError as error:
+        pytest.skip(str(error))
+    assert getattr(model, "hf_quantizer", None) is None and not hasattr(model.config, "quantization_config")
+    ids = torch.tensor([[1, 502, 3079, 314, 4649]])
+    model(ids, labels=ids).loss.backward()
+    assert all(p.grad is not None for p in model.model.layers[0].parameters())
+    model.zero_grad()
+    model.save_pretrained(tmp_path)
+    with torch.no_grad():
+        assert torch.equal(AutoModelForCausalLM.from_pretrained(tmp_path)(ids).logits, model(ids).logits)

