@@ -51,3 +51,17 @@ def test_missing_model_fails_with_one_clear_line(tmp_path, monkeypatch):
         load_causal_lm("pkg:no_such_package_here")
     with pytest.raises(ModelLoadError, match="directory .* does not exist"):
         load_causal_lm(str(tmp_path / "nowhere"))
+
+
+def test_a_gguf_model_saves_and_reloads_like_any_model(smollm2, tmp_path):
+    """load_causal_lm drops the GGUF quantizer transformers leaves on a dequantised model, so a training stage with a
+    GGUF init (train.steps 0 included) can save it; the saved copy computes the same logits."""
+    from transformers import AutoModelForCausalLM
+
+    anchor, _ = smollm2
+    assert getattr(anchor, "hf_quantizer", None) is None and not anchor.is_quantized
+    anchor.save_pretrained(str(tmp_path))
+    reloaded = AutoModelForCausalLM.from_pretrained(str(tmp_path)).eval()
+    ids = torch.tensor([[1, 504, 3458, 314, 4649]])
+    with torch.no_grad():
+        assert torch.equal(anchor(ids).logits, reloaded(ids).logits)

@@ -83,6 +83,12 @@ def _not_found(what: str, name_or_path: str, reason: str) -> str:
 def load_causal_lm(name_or_path: str, gguf_file: str | None = None, **kwargs) -> PreTrainedModel:
     """Load a causal LM from a local directory, a `pkg:` folder, or the hub; fail with one clear line otherwise."""
     model = _load(AutoModelForCausalLM, "model", name_or_path, gguf_file, **kwargs)
+    quantizer = getattr(model, "hf_quantizer", None)
+    if gguf_file is not None and quantizer is not None and not getattr(quantizer, "packed_modules", None):
+        # every GGUF weight was dequantised into a plain tensor, but transformers leaves its GGUF quantizer attached,
+        # and then save_pretrained refuses the model ("quantized with gguf and is not serializable"): a training
+        # stage with a GGUF init (train.steps 0 included) saves it like any other model
+        quantizer.remove_quantization_config(model)
     # Remember where it came from, so a composition can name its bases in its saved config.
     model.calm_source = {"name_or_path": name_or_path, "gguf_file": gguf_file}
     return model
