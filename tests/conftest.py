@@ -6,8 +6,9 @@ import pipeline  # noqa: F401
 # `make test` runs the suite on two workers (pytest-xdist, `--dist loadgroup`: each test its own work unit, handed
 # out in collection order). The two smoke `dvc repro` tests take minutes each: started first, one per worker, the
 # rest of the suite fills in beside them instead of waiting behind them. Then the SIGKILL/resume tests (the next
-# longest). Within each rank the usual order is kept.
-_LONG_FIRST = ("tests/test_pipeline_smoke.py", "tests/test_train_resume.py")
+# longest) and the code paper preset's stand-in `dvc repro` (SmolLM2 for every hub model). Within each rank the
+# usual order is kept.
+_LONG_FIRST = ("tests/test_pipeline_smoke.py", "tests/test_code_presets.py", "tests/test_train_resume.py")
 
 
 def pytest_collection_modifyitems(session, config, items):

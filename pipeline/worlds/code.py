@@ -38,7 +38,20 @@ Splits (JSONL rows {prompt, target, ...}; a row with an empty prompt is plain te
   cc_stdlib_test / cc_stdlib_dev   held-out real stdlib functions, last statement     pass_at_k
   c2t_test / c2t_dev               held-out real stdlib functions -> first sentence   chrf (group "python")
 Evaluation rows carry `test` (asserts run after prompt + completion in pipeline.benchmarks.sandbox) and
-`entry_point`; `group` gives per-family (synthetic) scores.  No target contains a blank line, so "\\n\\n" is
+`entry_point`; `group` gives per-family (synthetic) scores.
+
+`eval_sets: benchmarks` (the paper preset, for pretrained models) replaces the three test sets with the real
+benchmarks, built by pipeline/benchmarks/tasks.py under conf/benchmark/<name>.yaml (benchmark_sets below):
+  cc_test   HumanEval (164), 0-shot; program = prompt + completion, then check(entry_point)
+  t2c_test  MBPP test split (500, task_id 11-510), 3-shot from tasks 2-4, tests shown, [BEGIN]/[DONE]; the
+            program is the completion alone (`program_prefix: ""`, which pipeline/scoring.py's pass_at_k reads)
+  c2t_test  CodeXGLUE code-to-text Ruby test (1,258 scored), 3-shot from test rows left out of scoring; chrF1
+`benchmark_limits` keeps the first N items of each (a documented subsample).  What stays the CPU stand-ins in that
+mode, and why: the dev splits (cc_dev, t2c_dev, c2t_dev, cc_stdlib_dev: the paper reports no dev figures and the
+benchmarks have no dev split to spare; they remain checks on training, not predictors of the test sets) and
+cc_stdlib_test (real held-out stdlib code, a diagnostic, also for real models).  Training data is unchanged: it
+excludes every benchmark item either way.  The benchmark rows are for a pretrained tokenizer: they are not held
+to the character vocabulary (summary `benchmark_sets` counts the rows outside it).  No target contains a blank line, so "\\n\\n" is
 a safe stop sequence for every task.  MODEL_DATA and EVALUATION_METRICS below give the intended wiring.
 
 The tasks, and how each departs from the paper:
@@ -725,14 +738,15 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         "exclusion": dict(sorted(exclusion.items())),
         "groups": {name: dict(sorted(Counter(r.get("group") for r in rows).items()))
                    for name, rows in evaluation.items()},
-        "eval_sets": cfg.get("eval_sets", "synthetic"),
-        "benchmark_sets": {split: {"benchmark": BENCHMARK_SETS[split], "rows": len(rows),
-                                   "limit": (cfg.get("benchmark_limits") or {}).get(split),
-                                   "rows_outside_vocabulary": sum(not _in_vocabulary(r) for r in rows)}
-                           for split, rows in real.items()},
         "model_data": MODEL_DATA,
         "evaluation_metrics": EVALUATION_METRICS,
     }
+    if real:   # (only then: the synthetic build's summary stays byte-identical to what it was before the option)
+        summary["eval_sets"] = "benchmarks"
+        summary["benchmark_sets"] = {split: {"benchmark": BENCHMARK_SETS[split], "rows": len(rows),
+                                             "limit": (cfg.get("benchmark_limits") or {}).get(split),
+                                             "rows_outside_vocabulary": sum(not _in_vocabulary(r) for r in rows)}
+                                     for split, rows in real.items()}
     atomic_write_json(out / "summary.json", summary)
     return summary
 
