@@ -48,7 +48,8 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
         metrics[set_name] = {"metric": scfg.get("metric", "exact_match"), **summary, "n": len(rows),
                              "seconds": round(time.time() - t0, 1)}
         for r, rec in zip(rows, per_row):
-            records.append({"set": set_name, "prompt": r["prompt"], "target": r["target"], **rec})
+            records.append({"set": set_name, **({"id": r["id"]} if "id" in r else {}), "prompt": r["prompt"],
+                            "target": r["target"], **rec})
         print(f"{set_name}: {metrics[set_name]['score']:.1f} {metrics[set_name]['metric']} (n={len(rows)})", file=sys.stderr)
     return metrics, records
 

@@ -78,17 +78,20 @@ def gsm_accuracy(rows, completions, scfg):
 
 
 def pass_at_k(rows, completions, scfg):
-    """Each completion appended to its prompt, then the row's `test` source, run in the sandbox; `score` is
-    pass@1 in percent (unbiased estimator over n samples), `ks` adds pass@k."""
+    """Each completion appended to the row's `program_prefix` (if the row has one: e.g. "" for MBPP, whose program
+    is the completion alone) or else to its prompt (HumanEval-style), then the row's `test` source, run in the
+    sandbox; `score` is pass@1 in percent (unbiased estimator over n samples), `ks` adds pass@k."""
     from pipeline.benchmarks.metrics import mean_pass_at_k
     from pipeline.benchmarks.sandbox import limits_from_config, run_programs
 
     if any("test" not in r for r in rows):
         raise PipelineError("metric pass_at_k needs a `test` field on every row")
+    if any(not isinstance(r.get("program_prefix", ""), str) for r in rows):
+        raise PipelineError("metric pass_at_k: a row's `program_prefix` must be a string (\"\" = the completion alone)")
     jobs, owners = [], []
     for i, (r, outs) in enumerate(zip(rows, completions)):
         for o in outs:
-            jobs.append((r["prompt"] + o, r["test"]))
+            jobs.append(((r["program_prefix"] if "program_prefix" in r else r["prompt"]) + o, r["test"]))
             owners.append(i)
     results = run_programs(jobs, limits_from_config(scfg.get("limits")), workers=int(scfg.get("workers", 2)),
                            progress=False)

@@ -365,3 +365,72 @@ def test_bad_settings_fail_clearly(small_cfg, tmp_path):
                   {"stdlib_modules": "operator"}):
         with pytest.raises(PipelineError):
             world.build(dict(small_cfg, **patch), tmp_path, 0)
+
+
+# ---------------------------------------------------------------- eval_sets: benchmarks (the paper preset's test sets)
+
+
+@pytest.fixture(scope="module")
+def built_benchmarks(small_cfg, built, tmp_path_factory):
+    cfg = dict(small_cfg, eval_sets="benchmarks", benchmark_limits={"cc_test": 4, "t2c_test": 4, "c2t_test": 5})
+    d = tmp_path_factory.mktemp("code_benchmarks")
+    summary = world.build(cfg, d, seed=1)
+    rows = {p.stem: [json.loads(line) for line in p.read_text().splitlines()] for p in d.glob("*.jsonl")}
+    return d, summary, rows
+
+
+def test_benchmark_eval_sets_are_the_real_benchmarks_with_the_papers_shots(built, built_benchmarks, small_cfg):
+    """cc_test = HumanEval 0-shot, t2c_test = MBPP test 3-shot ([BEGIN]/[DONE]), c2t_test = CodeXGLUE Ruby 3-shot:
+    the prompts pipeline.benchmarks.tasks builds, the first `benchmark_limits` items; everything else (training
+    splits, dev splits, CC-stdlib) byte-identical to the synthetic build of the same seed."""
+    from pipeline.benchmarks.config import load_benchmark_config
+    from pipeline.benchmarks.tasks import build_task
+
+    d0, _, _ = built
+    d, summary, rows = built_benchmarks
+    assert [r["id"] for r in rows["cc_test"]] == [f"HumanEval/{i}" for i in range(4)]
+    assert [r["id"] for r in rows["t2c_test"]] == [f"mbpp:{i}" for i in range(11, 15)]   # the test split starts at 11
+    assert len(rows["c2t_test"]) == 5 and all(r["id"].startswith("codexglue:ruby-") for r in rows["c2t_test"])
+    root = _benchmark_root(small_cfg)
+    mbpp = build_task({**load_benchmark_config("mbpp"), "data": {"local_dir": str(root / "mbpp"), "hub_id": None}})
+    assert [r["prompt"] for r in rows["t2c_test"]] == [i.prompt for i in mbpp.items(4)]
+    for r in rows["t2c_test"]:   # 3 exemplars, then the task; the program is the completion alone
+        assert r["prompt"].count("[BEGIN]") == 4 and r["prompt"].count("[DONE]") == 3 and r["prompt"].endswith("[BEGIN]\n")
+        assert r["program_prefix"] == "" and r["test"].strip().startswith("assert")
+    for r in rows["cc_test"]:    # 0-shot: the problem's prompt alone, which the program starts with
+        assert r["program_prefix"] == r["prompt"] and r["prompt"].count("def ") >= 1 and "check(" in r["test"]
+    for r in rows["c2t_test"]:
+        assert r["prompt"].startswith("Summarize each Ruby function") and r["prompt"].count("Summary:") == 4
+        assert r["group"] == "ruby" and r["target"] and "\n" not in r["target"]
+    assert summary["eval_sets"] == "benchmarks"
+    assert {s: b["rows"] for s, b in summary["benchmark_sets"].items()} == {"cc_test": 4, "t2c_test": 4, "c2t_test": 5}
+    for name in TRAINING + [e for e in EVALUATION if e not in world.BENCHMARK_SETS]:
+        assert (d / f"{name}.jsonl").read_bytes() == (d0 / f"{name}.jsonl").read_bytes(), name
+    assert "HumanEval" in world.report_lines(small_cfg, summary)[0]
+
+
+def test_pass_at_k_runs_benchmark_programs_as_their_harnesses_do(built_benchmarks):
+    """HumanEval: prompt + completion, then check(entry_point); MBPP: the completion alone, then its test_list
+    (`program_prefix` ""). References pass, wrong completions fail, and MBPP scored as prompt + completion (no
+    program_prefix: the 3-shot text is not Python) fails every reference."""
+    from pipeline.scoring import pass_at_k
+
+    _, _, rows = built_benchmarks
+    he, mbpp = rows["cc_test"], rows["t2c_test"]
+    right, records = pass_at_k(he + mbpp, [[r["target"]] for r in he + mbpp], {})
+    assert right["score"] == 100.0 and right["by_group"] == {"humaneval": 100.0, "mbpp": 100.0}, records
+    wrong, _ = pass_at_k(he + mbpp, [["    return None"] for _ in he] + [["def f():\n    return None"] for _ in mbpp], {})
+    assert wrong["score"] == 0.0
+    as_prompt = [{k: v for k, v in r.items() if k != "program_prefix"} for r in mbpp]
+    assert pass_at_k(as_prompt, [[r["target"]] for r in mbpp], {})[0]["score"] == 0.0
+    with pytest.raises(PipelineError, match="program_prefix"):
+        pass_at_k([dict(mbpp[0], program_prefix=None)], [["x"]], {})
+
+
+def test_bad_eval_sets_settings_fail_in_one_line(small_cfg, tmp_path):
+    for patch, words in (({"eval_sets": "real"}, "eval_sets must be one of"),
+                         ({"benchmark_limits": {"cc_test": 0}}, "benchmark_limits"),
+                         ({"benchmark_limits": {"gsm8k": 3}}, "benchmark_limits")):
+        with pytest.raises(PipelineError) as e:
+            world.build(dict(small_cfg, **patch), tmp_path, 0)
+        assert words in str(e.value) and "\n" not in str(e.value)

@@ -38,7 +38,20 @@ Splits (JSONL rows {prompt, target, ...}; a row with an empty prompt is plain te
   cc_stdlib_test / cc_stdlib_dev   held-out real stdlib functions, last statement     pass_at_k
   c2t_test / c2t_dev               held-out real stdlib functions -> first sentence   chrf (group "python")
 Evaluation rows carry `test` (asserts run after prompt + completion in pipeline.benchmarks.sandbox) and
-`entry_point`; `group` gives per-family (synthetic) scores.  No target contains a blank line, so "\\n\\n" is
+`entry_point`; `group` gives per-family (synthetic) scores.
+
+`eval_sets: benchmarks` (the paper preset, for pretrained models) replaces the three test sets with the real
+benchmarks, built by pipeline/benchmarks/tasks.py under conf/benchmark/<name>.yaml (benchmark_sets below):
+  cc_test   HumanEval (164), 0-shot; program = prompt + completion, then check(entry_point)
+  t2c_test  MBPP test split (500, task_id 11-510), 3-shot from tasks 2-4, tests shown, [BEGIN]/[DONE]; the
+            program is the completion alone (`program_prefix: ""`, which pipeline/scoring.py's pass_at_k reads)
+  c2t_test  CodeXGLUE code-to-text Ruby test (1,258 scored), 3-shot from test rows left out of scoring; chrF1
+`benchmark_limits` keeps the first N items of each (a documented subsample).  What stays the CPU stand-ins in that
+mode, and why: the dev splits (cc_dev, t2c_dev, c2t_dev, cc_stdlib_dev: the paper reports no dev figures and the
+benchmarks have no dev split to spare; they remain checks on training, not predictors of the test sets) and
+cc_stdlib_test (real held-out stdlib code, a diagnostic, also for real models).  Training data is unchanged: it
+excludes every benchmark item either way.  The benchmark rows are for a pretrained tokenizer: they are not held
+to the character vocabulary (summary `benchmark_sets` counts the rows outside it).  No target contains a blank line, so "\\n\\n" is
 a safe stop sequence for every task.  MODEL_DATA and EVALUATION_METRICS below give the intended wiring.
 
 The tasks, and how each departs from the paper:
@@ -147,6 +160,11 @@ EVALUATION_METRICS = {
 }
 WRONG_BODY = "    return None"   # a completion every execution row's tests must reject
 
+# eval_sets: benchmarks -> the real benchmark each test set then holds (pipeline/benchmarks/tasks.py builds the
+# prompts and tests, with conf/benchmark/<name>.yaml's protocol: shots, exemplars, stops)
+EVAL_SET_MODES = ("synthetic", "benchmarks")
+BENCHMARK_SETS = {"cc_test": "humaneval", "t2c_test": "mbpp", "c2t_test": "codexglue"}
+
 
 def vocabulary(cfg: dict | None = None) -> list[str]:
     """Every character the world writes: newline and printable ASCII (32-126)."""
@@ -180,6 +198,14 @@ def _check(cfg: dict) -> None:
                 "capture", "c2t", "sizes", "mb", "composition"):
         if key not in cfg:
             raise PipelineError(f"code world: cfg lacks `{key}` (conf/world/code.yaml's worlds.code.data lists every key)")
+    mode = cfg.get("eval_sets", "synthetic")
+    if mode not in EVAL_SET_MODES:
+        raise PipelineError(f"code world: eval_sets must be one of {', '.join(EVAL_SET_MODES)}, got {mode!r}")
+    limits = cfg.get("benchmark_limits") or {}
+    if not isinstance(limits, dict) or set(limits) - set(BENCHMARK_SETS) or any(
+            v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1) for v in limits.values()):
+        raise PipelineError(f"code world: benchmark_limits must map some of {', '.join(BENCHMARK_SETS)} to a positive "
+                            f"number of items or null (all), got {limits!r}")
     tasks = cfg["composition"]["tasks"]
     if set(tasks) - set(TASKS) or not tasks or any(float(v) < 0 for v in tasks.values()) \
             or sum(float(v) for v in tasks.values()) <= 0:
@@ -470,6 +496,53 @@ def _evaluation_side(key: str) -> dict:
             "bench_index": (bench_code, bench_prose)}
 
 
+# ---------------------------------------------------------------- the real benchmarks (eval_sets: benchmarks)
+
+
+def benchmark_sets(cfg: dict) -> dict[str, list[dict]]:
+    """cc_test = HumanEval (0-shot), t2c_test = MBPP test (3-shot, [BEGIN]/[DONE]), c2t_test = CodeXGLUE Ruby
+    test (3-shot): the items, prompts and tests of pipeline.benchmarks.tasks under conf/benchmark/<name>.yaml,
+    read from the files benchmark_paths names (never the hub), the first `benchmark_limits[set]` items of each.
+    Execution rows carry `program_prefix`: what precedes the completion in the program the sandbox runs (HumanEval:
+    the prompt; MBPP: nothing, the completion is the whole program), and `test` (HumanEval: its check() and the
+    call; MBPP: its test_list)."""
+    from pipeline.benchmarks.config import load_benchmark_config
+    from pipeline.benchmarks.errors import BenchmarkError
+    from pipeline.benchmarks.tasks import build_task
+    from pipeline.worlds.code_corpus import benchmark_paths
+
+    paths = benchmark_paths(cfg)
+    local = {"humaneval": {"local_file": str(paths["humaneval"])}, "mbpp": {"local_dir": str(paths["mbpp"])},
+             "codexglue": {"local_dir": str(paths["codexglue_ruby_test"].parent.parent)}}
+    limits = cfg.get("benchmark_limits") or {}
+    sentinel = "\x00completion\x00"
+    out = {}
+    for split, name in BENCHMARK_SETS.items():
+        bcfg = load_benchmark_config(name)
+        task = build_task({**bcfg, "data": {**local[name], "hub_id": None}})
+        try:
+            items = task.items(limits.get(split))
+        except BenchmarkError as e:
+            raise PipelineError(f"code world: {split} from {name}: {e}") from None
+        rows = []
+        for item in items:
+            row = {"prompt": item.prompt, "task": split.split("_")[0], "group": name if name != "codexglue" else
+                   bcfg["language"], "id": f"{name}:{item.id}" if name != "humaneval" else item.id}
+            if name == "codexglue":
+                row["target"] = item.reference
+            else:
+                prefix, test = task.program_and_tests(item, "")
+                program, _ = task.program_and_tests(item, sentinel)
+                if program != prefix + sentinel:  # the sandbox runs program_prefix + completion
+                    raise PipelineError(f"code world: {name} item {item.id}: its program is not a prefix + the completion")
+                row.update(target=item.reference, test=test, program_prefix=prefix)
+                if item.extra.get("entry_point"):
+                    row["entry_point"] = item.extra["entry_point"]
+            rows.append(row)
+        out[split] = rows
+    return out
+
+
 # ---------------------------------------------------------------- training side
 
 
@@ -541,6 +614,11 @@ def _assert_vocabulary(files: dict[str, list[dict]]) -> None:
                     bad = sorted(set(v) - vocab)
                     raise PipelineError(f"code world: {name} row {r.get('id')} field {k} has characters outside the "
                                         f"vocabulary {bad} or a special-token string")
+
+
+def _in_vocabulary(row: dict) -> bool:
+    vocab = set(vocabulary())
+    return all(set(v) <= vocab and printable(v) for v in row.values() if isinstance(v, str))
 
 
 def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
@@ -622,9 +700,15 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         english_info[source] = {"pool": len(pool), "rows": want, "chars": sum(map(len, picked))}
     english_rows = [english_rows[i] for i in eng_rng.permutation(len(english_rows))]
 
+    evaluation = dict(ev["evaluation"])
+    real = {}
+    if cfg.get("eval_sets", "synthetic") == "benchmarks":
+        real = benchmark_sets(cfg)
+        evaluation.update(real)
     files = {"english_train": english_rows, "code_train": code_train, "mb_code_train": mb_code_train,
-             "format_train": format_train, "composition_train": composition, **ev["evaluation"]}
-    _assert_vocabulary(files)
+             "format_train": format_train, "composition_train": composition, **evaluation}
+    # the real benchmarks are for a pretrained tokenizer: the summary counts their rows outside the vocabulary
+    _assert_vocabulary({k: v for k, v in files.items() if k not in real})
     for name, rows in files.items():
         atomic_write_jsonl(out / f"{name}.jsonl", rows)
 
@@ -653,10 +737,16 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
                        "hits_by_benchmark": ev["benchmark_hits"]},
         "exclusion": dict(sorted(exclusion.items())),
         "groups": {name: dict(sorted(Counter(r.get("group") for r in rows).items()))
-                   for name, rows in ev["evaluation"].items()},
+                   for name, rows in evaluation.items()},
         "model_data": MODEL_DATA,
         "evaluation_metrics": EVALUATION_METRICS,
     }
+    if real:   # (only then: the synthetic build's summary stays byte-identical to what it was before the option)
+        summary["eval_sets"] = "benchmarks"
+        summary["benchmark_sets"] = {split: {"benchmark": BENCHMARK_SETS[split], "rows": len(rows),
+                                             "limit": (cfg.get("benchmark_limits") or {}).get(split),
+                                             "rows_outside_vocabulary": sum(not _in_vocabulary(r) for r in rows)}
+                                     for split, rows in real.items()}
     atomic_write_json(out / "summary.json", summary)
     return summary
 
@@ -664,6 +754,18 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
 def report_lines(cfg: dict, summary: dict) -> list[str]:
     """Lines under the world's report tables: what the CPU tasks are."""
     f = summary["files"]
+    if summary.get("eval_sets") == "benchmarks":
+        b = summary["benchmark_sets"]
+        cut = lambda s: f" (first {b[s]['limit']})" if b[s].get("limit") else ""  # noqa: E731
+        return [
+            f"Code world, real benchmarks (eval_sets: benchmarks): CC = HumanEval, {b['cc_test']['rows']} problems"
+            f"{cut('cc_test')}, 0-shot; T2C = MBPP test, {b['t2c_test']['rows']} tasks{cut('t2c_test')}, 3-shot; "
+            f"C2T = CodeXGLUE code-to-text Ruby test, {b['c2t_test']['rows']} functions{cut('c2t_test')}, 3-shot "
+            f"(the paper's column is Python; only the Ruby copy is here); pass@1 in the sandbox, chrF1. Rows named "
+            f"'ours: synthesized' / 'held-out stdlib' hold these benchmarks under this setting; CC-stdlib stays the "
+            f"held-out stdlib diagnostic.",
+            f"D_C = {summary['composition']['fraction_of_code_train']:.1%} of the code data (characters), as task rows.",
+        ]
     return [
         f"Code world (CPU preset): CC = {f['cc_test']['rows']} synthesized functions, HumanEval format, held out by "
         f"structure; CC-stdlib = {f['cc_stdlib_test']['rows']} held-out stdlib functions, last statement, tests "
