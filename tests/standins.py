@@ -24,3 +24,35 @@ def smollm2_first_layers(directory: Path, layers: int = 4) -> Path:
     model.save_pretrained(directory)
     load_tokenizer(SMOLLM2, SMOLLM2_GGUF).save_pretrained(directory)
     return directory
+
+
+def assert_paper_preset_fails_offline_in_one_line(monkeypatch, tmp_path, world: str, hub_ids, tokenizer_id: str) -> None:
+    """Offline with an empty hub cache: loading each hub id fails fast with one line naming it (never a traceback,
+    never minutes of retries), and the world's tokenizer stage, as DVC runs it, exits 2 with one line naming the
+    tokenizer's hub id."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    from pipeline.composition.base_models import load_causal_lm
+    from pipeline.errors import UserError
+    from pipeline.params import compose_params, dump_params
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: nothing to fall back on
+    for model in hub_ids:
+        start = time.monotonic()
+        with pytest.raises(UserError) as error:
+            load_causal_lm(model)
+        assert "\n" not in str(error.value) and model in str(error.value) and time.monotonic() - start < 5
+    dump_params(compose_params([f"world=[{world}]", "preset=paper", "runtime=cpu"]), tmp_path / "params.yaml")
+    env = dict(os.environ, CALM_PARAMS=str(tmp_path / "params.yaml"), HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    r = subprocess.run([sys.executable, "-m", "pipeline.tokenizer", world], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and tokenizer_id in lines[0], r.stderr

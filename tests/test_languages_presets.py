@@ -2,21 +2,15 @@
 hub id (never a traceback, never minutes of retries); the micro and cpu presets share one code path with it."""
 import csv
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from pipeline.composition.base_models import load_causal_lm
 from pipeline.composition.configuration_calm import default_connections
-from pipeline.errors import UserError
-from pipeline.params import compose_params, dump_params
+from pipeline.params import compose_params
 
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, fresh_repo, repro_timed
-from standins import has_smollm2, smollm2_first_layers
+from standins import assert_paper_preset_fails_offline_in_one_line, has_smollm2, smollm2_first_layers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,23 +37,8 @@ def test_paper_preset_names_real_models_that_share_a_tokenizer():
 
 
 def test_every_hub_id_of_the_paper_preset_fails_offline_with_one_line(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: nothing to fall back on
-    params = compose_params(["world=[languages]", "preset=paper", "runtime=cpu"])
-    for model in ("google/gemma-3-270m", "google/gemma-3-1b-pt"):
-        start = time.monotonic()
-        with pytest.raises(UserError) as error:
-            load_causal_lm(model)
-        assert "\n" not in str(error.value) and model in str(error.value) and time.monotonic() - start < 5
-    # the tokenizer stage, as DVC runs it: exit 2, one line naming the hub id
-    dump_params(params, tmp_path / "params.yaml")
-    env = dict(os.environ, CALM_PARAMS=str(tmp_path / "params.yaml"), HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
-               PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "pipeline.tokenizer", "languages"], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "google/gemma-3-1b-pt" in lines[0], r.stderr
+    assert_paper_preset_fails_offline_in_one_line(monkeypatch, tmp_path, "languages",
+                                                  ("google/gemma-3-270m", "google/gemma-3-1b-pt"), "google/gemma-3-1b-pt")
 
 
 @pytest.fixture(scope="module")
