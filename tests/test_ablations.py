@@ -238,7 +238,7 @@ def test_sweep_bad_input_is_one_line_exit_2_and_no_report(micro_world, tmp_path)
 # ---- the report over seeds, from fake runs ---------------------------------------------------------------------
 def _fake(root: Path, p: dict, scores: dict[str, list[float]]) -> None:
     """Default cells (seed 0) and sweep runs (seeds 1, 2, ...) with KV-MATH held-out scores; 5.0 elsewhere."""
-    from pipeline.report import run_digest
+    from fake_runs import write_fake_run
 
     (root / "data" / WORLD).mkdir(parents=True)
     (root / "data" / WORLD / "summary.json").write_text(json.dumps({"held_in_selection": "digit_cover", "n_held_in": 20}))
@@ -250,16 +250,7 @@ def _fake(root: Path, p: dict, scores: dict[str, list[float]]) -> None:
         for seed, score in enumerate(values):
             metrics = {s: {"metric": "exact_match", "score": score if s == "kv_math_test" else 5.0, "n": 300}
                        for s in p["worlds"][WORLD]["evaluation"]["sets"]}
-            if seed == 0:
-                (root / "reports" / WORLD / "metrics").mkdir(parents=True, exist_ok=True)
-                (root / "reports" / WORLD / "metrics" / f"{name}.json").write_text(json.dumps({"metrics": metrics}))
-                (root / "models" / WORLD / name).mkdir(parents=True)
-                (root / "models" / WORLD / name / "train_info.json").write_text(json.dumps(info))
-            else:
-                run = root / "reports" / WORLD / "sweeps" / "s" / f"{name}-seed{seed}"
-                run.mkdir(parents=True)
-                (run / "run.json").write_text(json.dumps({"model": name, "seed": seed, "digest": run_digest(p, WORLD, name),
-                                                          "metrics": metrics, "train_info": dict(info, seed=seed)}))
+            write_fake_run(root, p, WORLD, name, seed, metrics, info, sweep="s")
     assert set(scores) <= set(cols.values())
 
 

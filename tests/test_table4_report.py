@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.params import compose_params
-from pipeline.report import build_table, run_digest
+from pipeline.report import build_table
+
+from fake_runs import write_fake_run
 
 WORLD = "code"
 SETS = ("cc_test", "t2c_test", "c2t_test", "cc_stdlib_test")
@@ -38,16 +40,7 @@ def _fake(root: Path, p: dict, runs: dict[str, list[tuple[float, float, float]]]
                 **({"n_composition_parameters": 516096} if name == "calm" else {"n_parameters": 1000})}
         for seed, (cc, t2c, c2t) in enumerate(figures):
             metrics = _metrics(cc, t2c, c2t)
-            if seed == 0:
-                (root / "reports" / WORLD / "metrics").mkdir(parents=True, exist_ok=True)
-                (root / "reports" / WORLD / "metrics" / f"{name}.json").write_text(json.dumps({"metrics": metrics}))
-                (root / "models" / WORLD / name).mkdir(parents=True)
-                (root / "models" / WORLD / name / "train_info.json").write_text(json.dumps(info))
-            else:
-                run = root / "reports" / WORLD / "sweeps" / "table4" / f"{name}-seed{seed}"
-                run.mkdir(parents=True)
-                (run / "run.json").write_text(json.dumps({"model": name, "seed": seed, "digest": run_digest(p, WORLD, name),
-                                                          "metrics": metrics, "train_info": dict(info, seed=seed)}))
+            write_fake_run(root, p, WORLD, name, seed, metrics, info, sweep="table4")
 
 
 def test_table4_is_a_table_over_seeds_compared_with_mB(tmp_path, monkeypatch, params):
