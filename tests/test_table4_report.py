@@ -60,9 +60,14 @@ def test_table4_is_a_table_over_seeds_compared_with_mB(tmp_path, monkeypatch, pa
     assert calm_cc["std"] == pytest.approx(12.124, abs=1e-3)
     assert "**12.0** ± 12.1 / 22.5" in md and "| seeds | | 1 | 1 | 3 | 1 |" in md
     assert calm_cc["delta_vs_reference"] == 12.0
-    # mB, the frozen anchor, has one run: no difference from it is a finding by the seed rule
-    assert calm_cc["significant"] is False and cell[("c2t_test", "CALM")]["significant"] is False
-    assert cell[("c2t_test", "CALM")]["ours"] == pytest.approx(16.2)
+    # mB is fixed (one trained model, `reference_fixed`): the spread is CALM's own seeds. CC: +12 within
+    # 2 x 12.1, no finding; C2T: +4.4 beyond 2 x 0.46, a finding; mA (one seed): never a finding
+    assert tcfg["reference_fixed"] is True
+    assert calm_cc["significant"] is False
+    calm_c2t = cell[("c2t_test", "CALM")]
+    assert calm_c2t["ours"] == pytest.approx(16.2) and calm_c2t["std"] == pytest.approx(0.458, abs=1e-3)
+    assert calm_c2t["significant"] is True and cell[("cc_test", "mA")]["significant"] is False
+    assert "its standard deviation (mB is one trained model" in md
     assert (cell[("cc_test", "mA")]["ours"], cell[("cc_test", "mA")]["n_seeds"]) == (49.0, 1)
     assert "calm: 1 sweep run(s) made under another conf left out" in md
     assert "Difference from mB" in md and "INCOMPLETE" not in md
