@@ -62,15 +62,21 @@ def gsm_accuracy(rows, completions, scfg):
     `reference` when it has one (a target that shows its working, "30 + 30 = 60", keeps the answer there), else
     its target.
     A row with a `language` field (an MGSM code: en bn de es fr ja ru sw te th zh) is read in that language's
-    number conventions; other rows (the synthetic worlds write numbers as English does) in English's."""
-    from pipeline.benchmarks.extraction import extract_number, numbers_match, parse_gold_number
+    number conventions; other rows (the synthetic worlds write numbers as English does) in English's.
+    `calculator: true`: a completion that opens with a calculation ("96 + 1 = ...") is graded on the calculator's
+    value of it, as GSM8K's calculator-annotated decoding would give (extraction.calculator_result): the model is
+    graded on reading the problem (operands and operation), not on doing the sum; other completions as above."""
+    from pipeline.benchmarks.extraction import calculator_result, extract_number, numbers_match, parse_gold_number
 
+    use_calculator = bool(scfg.get("calculator", False))
     records, flags = [], []
     for r, outs in zip(rows, completions):
-        value = extract_number(outs[0], r.get("language"))
+        calculated = calculator_result(outs[0]) if use_calculator else None
+        value = calculated if calculated is not None else extract_number(outs[0], r.get("language"))
         ok = numbers_match(value, parse_gold_number(str(r.get("reference", r["target"]))))
         flags.append(ok)
-        records.append({"prediction": outs[0], "extracted": value, "correct": ok})
+        records.append({"prediction": outs[0], "extracted": value, "correct": ok}
+                       | ({"calculated": calculated} if use_calculator else {}))
     summary = {"score": _percent(flags)}
     if any("group" in r for r in rows):
         summary["by_group"] = _by_group(rows, flags, _percent)

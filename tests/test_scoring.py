@@ -44,3 +44,17 @@ def test_exact_match_cut_and_unknown_metric():
     assert get_metric("exact_match")(rows, [["12+34=64"]], {})[0]["score"] == 0.0
     with pytest.raises(PipelineError, match="unknown metric 'bleu'"):
         get_metric("bleu")
+
+
+def test_gsm_calculator_grades_the_calculation_not_the_sum():
+    """`calculator: true` reads "a op b =" as GSM8K's calculator would and ignores what the model wrote after
+    "="; the right operands with the wrong operation fail; a completion that opens otherwise is graded on its
+    final number as without the calculator."""
+    rows = [{"prompt": "q", "target": "96 + 1 = 97", "reference": 97}] * 5
+    outs = [["96 + 1 = 11"], ["96 - 1 = 97"], ["97"], ["ninety = 96"], ["(3 + 2) x 20 - 3 = 0"]]
+    plain, _ = get_metric("gsm_accuracy")(rows, outs, {})
+    summary, records = get_metric("gsm_accuracy")(rows, outs, {"calculator": True})
+    assert [r["correct"] for r in records] == [True, False, True, False, True]
+    assert [r["calculated"] for r in records] == [97.0, 95.0, None, None, 97.0]
+    # without it the final number decides: "96 - 1 = 97" passes, "96 + 1 = 11" fails
+    assert plain["score"] == 40.0 and summary["score"] == 60.0

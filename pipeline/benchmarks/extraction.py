@@ -7,6 +7,7 @@ phrases, digits) and the rules for ambiguous forms are tabled in pipeline/benchm
 """
 from __future__ import annotations
 
+import ast
 import math
 import re
 import unicodedata
@@ -263,6 +264,44 @@ def _answer_after(text: str, start: int, after: list[_Number]) -> _Number:
 
 
 # --- gold answers ----------------------------------------------------------------------
+
+_CALCULATION = re.compile(r"\s*([0-9.,+\-*/x×÷() ]+?)\s*=")
+_CALCULATOR_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+                   ast.Div: lambda a, b: a / b}
+
+
+def calculator_result(completion: str) -> float | None:
+    """The value of the calculation a completion opens with ("96 + 1 = ..." -> 97), or None.
+
+    GSM8K's solutions mark each calculation for a calculator (`<<96+1=97>>`); its paper decoded with one: when
+    the model writes "=", the calculator writes the result. For a one-step answer that is this: the text before
+    the first "=" is read as arithmetic (numbers, + - * / x × ÷, parentheses; commas as thousands separators)
+    and evaluated, whatever the model wrote after the "=". Anything else (words, no "=", a division by 0) is None.
+    """
+    match = _CALCULATION.match(completion or "")
+    if not match:
+        return None
+    text = match.group(1).replace(",", "").replace("×", "*").replace("x", "*").replace("÷", "/")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return None
+
+    def value(node) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return float(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _CALCULATOR_OPS:
+            return _CALCULATOR_OPS[type(node.op)](value(node.left), value(node.right))
+        raise ValueError("not arithmetic")
+
+    try:
+        result = value(tree.body)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return result if math.isfinite(result) else None
+
 
 def parse_gold_number(text: str, language: str | None = None) -> float:
     """A gold answer as the dataset writes it (GSM8K and MGSM: English style, "5,600")."""
