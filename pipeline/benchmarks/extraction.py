@@ -263,8 +263,6 @@ def _answer_after(text: str, start: int, after: list[_Number]) -> _Number:
     return results[0] if results else first
 
 
-# --- gold answers ----------------------------------------------------------------------
-
 _CALCULATION = re.compile(r"\s*([0-9.,+\-*/x×÷() ]+?)\s*=")
 _CALCULATOR_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
                    ast.Div: lambda a, b: a / b}
@@ -302,6 +300,8 @@ def calculator_result(completion: str) -> float | None:
         return None
     return result if math.isfinite(result) else None
 
+
+# --- gold answers ----------------------------------------------------------------------
 
 def parse_gold_number(text: str, language: str | None = None) -> float:
     """A gold answer as the dataset writes it (GSM8K and MGSM: English style, "5,600")."""
