@@ -5,9 +5,17 @@ Face tokenizer (one token per character, digits included) over the world's vocab
 {pretrained: <dir | hub id | pkg:...>, gguf_file: ...}`) a pretrained model's tokenizer, saved in place so that
 models trained from scratch in this world share it with that model. Encoding adds <bos> in front; training
 appends <eos> to targets.
+
+A pretrained byte-level BPE tokenizer can be restricted to the ids the world's text uses (`tokenizer: {pretrained:
+..., restrict: {splits: null | [<split>, ...]}}`, restrict_tokenizer): a model trained from scratch at d=128..256
+would otherwise spend most of its compute in a 150k-row output head for ids its data never holds. The compact
+tokenizer encodes the world's text exactly as the original does (ids renumbered), still encodes any other text (in
+smaller kept pieces), and `vocabulary_map.json` beside it says which original id each compact id is, so that a
+pretrained `init` model is cut to the same rows (pipeline/composition/vocabulary.py).
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pipeline.cli import cli
@@ -68,13 +76,156 @@ def train_bpe_tokenizer(texts, chars: list[str], vocab_size: int):
                                    unk_token="<unk>", padding_side="left", clean_up_tokenization_spaces=False)
 
 
+# a restricted tokenizer's map: {"source", "original_vocab_size", "kept_ids": [original id of compact id 0, 1, ...]}
+VOCABULARY_MAP = "vocabulary_map.json"
+
+
 def load_tokenizer(path: str | Path):
+    """A saved world tokenizer; a restricted one carries its map as `.vocabulary_map` (else None), so that whoever
+    loads an `init` model for this world can cut the model to the same ids."""
     from transformers import AutoTokenizer
 
     path = Path(path)
     if not (path / "tokenizer.json").exists():
         raise PipelineError(f"missing upstream output {path}: run its stage first (dvc repro)")
-    return AutoTokenizer.from_pretrained(str(path))
+    tok = AutoTokenizer.from_pretrained(str(path))
+    tok.vocabulary_map = json.loads((path / VOCABULARY_MAP).read_text()) if (path / VOCABULARY_MAP).exists() else None
+    return tok
+
+
+def save_tokenizer(tok, directory: str | Path) -> None:
+    """save_pretrained, and the vocabulary map of a restricted tokenizer beside it."""
+    tok.save_pretrained(str(directory))
+    if getattr(tok, "vocabulary_map", None):
+        (Path(directory) / VOCABULARY_MAP).write_text(json.dumps(tok.vocabulary_map) + "\n")
+
+
+def _byte_level_bpe(spec: dict, source: str) -> None:
+    """Restriction keeps the 256 byte tokens so that any text still encodes: only a byte-level BPE has them."""
+    def has_byte_level(node) -> bool:
+        return bool(node) and (node.get("type") == "ByteLevel"
+                               or any(map(has_byte_level, node.get("pretokenizers") or [])))
+
+    model = spec["model"]
+    if model.get("type") != "BPE" or not has_byte_level(spec.get("pre_tokenizer")) \
+            or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        raise PipelineError(f"tokenizer.restrict: {source!r} is not a byte-level BPE tokenizer (model "
+                            f"{model.get('type')}); only those can be restricted")
+
+
+def _merge_pair(merge) -> tuple[str, str]:
+    """tokenizers writes merges as ["a", "b"] pairs (older files: "a b" strings)."""
+    return tuple(merge) if isinstance(merge, list) else tuple(merge.split(" ", 1))
+
+
+def _used_ids(backend, texts, batch: int = 4096) -> set[int]:
+    used, chunk = set(), []
+    for text in texts:
+        chunk.append(text)
+        if len(chunk) == batch:
+            used.update(i for e in backend.encode_batch(chunk, add_special_tokens=False) for i in e.ids)
+            chunk = []
+    used.update(i for e in backend.encode_batch(chunk, add_special_tokens=False) for i in e.ids)
+    return used
+
+
+def kept_token_ids(tokenizer, spec: dict, texts) -> list[int]:
+    """Sorted original ids to keep: every id the texts encode to, every special and added token, every byte token,
+    and, recursively, both parts of every merge that makes a kept token. With every merge that builds a kept
+    token kept, BPE on the kept merges applies the very merges the original applies to these texts (it always
+    takes the lowest-ranked applicable merge, and the one the original takes is among the kept), so their
+    encoding does not change; other text falls back to the pieces that remain, down to bytes."""
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    vocab = spec["model"]["vocab"]
+    kept = _used_ids(tokenizer.backend_tokenizer, texts)
+    kept |= {a["id"] for a in spec["added_tokens"]} | set(tokenizer.all_special_ids)
+    kept |= {vocab[c] for c in ByteLevel.alphabet() if c in vocab}
+    makers: dict[str, list[tuple[str, str]]] = {}
+    for merge in spec["model"]["merges"]:
+        a, b = _merge_pair(merge)
+        makers.setdefault(a + b, []).append((a, b))
+    token = {i: t for t, i in vocab.items()}
+    todo = [token[i] for i in kept if i in token]
+    while todo:
+        for part in (p for pair in makers.get(todo.pop(), ()) for p in pair):
+            if vocab[part] not in kept:
+                kept.add(vocab[part])
+                todo.append(part)
+    return sorted(kept)
+
+
+def _renumbered_post_processor(node, new_id: dict[int, int]):
+    """The post-processor with the ids of the special tokens it inserts renumbered."""
+    if node is None or node["type"] == "ByteLevel":
+        return node
+    if node["type"] == "Sequence":
+        return dict(node, processors=[_renumbered_post_processor(p, new_id) for p in node["processors"]])
+    if node["type"] == "TemplateProcessing":
+        return dict(node, special_tokens={k: dict(v, ids=[new_id[i] for i in v["ids"]])
+                                          for k, v in node["special_tokens"].items()})
+    if node["type"] in ("BertProcessing", "RobertaProcessing"):
+        return dict(node, sep=[node["sep"][0], new_id[node["sep"][1]]], cls=[node["cls"][0], new_id[node["cls"][1]]])
+    raise PipelineError(f"tokenizer.restrict: post-processor {node['type']} is not supported")
+
+
+def compact_backend(spec: dict, kept: list[int]):
+    """The `tokenizers` Tokenizer over the kept ids, renumbered in their original order (compact id = rank in
+    `kept`): kept vocabulary, the merges among kept tokens (in their order), added tokens renumbered, the same
+    normalizer, pre-tokenizer, decoder and post-processor."""
+    from tokenizers import Tokenizer
+
+    new_id = {old: new for new, old in enumerate(kept)}
+    spec = json.loads(json.dumps(spec))  # a copy to edit
+    model = spec["model"]
+    model["vocab"] = {t: new_id[i] for t, i in model["vocab"].items() if i in new_id}
+    model["merges"] = [m for m in model["merges"]
+                       if all(p in model["vocab"] for p in (*_merge_pair(m), "".join(_merge_pair(m))))]
+    spec["added_tokens"] = [dict(a, id=new_id[a["id"]]) for a in spec["added_tokens"]]
+    spec["post_processor"] = _renumbered_post_processor(spec.get("post_processor"), new_id)
+    if spec.get("padding"):
+        spec["padding"]["pad_id"] = new_id[spec["padding"]["pad_id"]]
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def restrict_tokenizer(tokenizer, texts, source: str):
+    """`tokenizer` (a pretrained byte-level BPE) restricted to the ids `texts` need (kept_token_ids), as a
+    transformers tokenizer with the same special tokens, carrying its `.vocabulary_map` (save with save_tokenizer)."""
+    from transformers import PreTrainedTokenizerFast
+
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    _byte_level_bpe(spec, source)
+    kept = kept_token_ids(tokenizer, spec, texts)
+    backend = compact_backend(spec, kept)
+    original = tokenizer.backend_tokenizer
+    if any(backend.id_to_token(new) != original.id_to_token(old) for new, old in enumerate(kept)):
+        raise RuntimeError("tokenizer.restrict: the compact tokenizer numbers its tokens otherwise than planned")
+    compact = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token=tokenizer.bos_token, eos_token=tokenizer.eos_token,
+        unk_token=tokenizer.unk_token, pad_token=tokenizer.pad_token, padding_side=tokenizer.padding_side,
+        model_max_length=tokenizer.model_max_length, chat_template=tokenizer.chat_template,
+        clean_up_tokenization_spaces=tokenizer.clean_up_tokenization_spaces)
+    compact.vocabulary_map = {"source": source, "original_vocab_size": len(tokenizer), "kept_ids": kept}
+    return compact
+
+
+def _world_texts(name: str, restrict) -> list[str]:
+    """Every prompt, target and prompt + target of the world's splits `restrict` names (`splits: null`: all of
+    data/<world>/*.jsonl): training encodes prompts and targets apart, generation continues a prompt."""
+    from pipeline.io import read_jsonl
+
+    if restrict is True:
+        restrict = {}
+    if not isinstance(restrict, dict) or set(restrict) - {"splits"}:
+        raise PipelineError(f"worlds.{name}.tokenizer.restrict must be {{splits: null | [<split>, ...]}}, "
+                            f"not {restrict!r}")
+    splits = restrict.get("splits")
+    data = Path("data") / name
+    paths = [data / f"{s}.jsonl" for s in splits] if splits else sorted(data.glob("*.jsonl"))
+    if not paths:
+        raise PipelineError(f"worlds.{name}.tokenizer.restrict: no {data}/*.jsonl: run build_data@{name} first (dvc repro)")
+    rows = [r for p in paths for r in read_jsonl(p)]
+    return [t for r in rows for t in (r["prompt"], r["target"], r["prompt"] + r["target"])]
 
 
 def world_tokenizer(params: dict, name: str):
@@ -84,6 +235,8 @@ def world_tokenizer(params: dict, name: str):
     if len(chosen) > 1:
         raise PipelineError(f"worlds.{name}.tokenizer: give one of characters: true, bpe: {{...}} or pretrained: <model>, "
                             f"not {' and '.join(chosen)}")
+    if tcfg.get("restrict") not in (None, False) and not tcfg.get("pretrained"):
+        raise PipelineError(f"worlds.{name}.tokenizer.restrict applies to a pretrained tokenizer only")
     if tcfg.get("bpe"):  # learnt on the world's own training splits (data/<world>/, built before this stage)
         from pipeline.io import read_jsonl
 
@@ -104,6 +257,11 @@ def world_tokenizer(params: dict, name: str):
         if tok.pad_token is None:  # batched generation and the training collator pad
             tok.pad_token = tok.eos_token
         tok.padding_side = "left"
+        restrict = tcfg.get("restrict")
+        if restrict not in (None, False):
+            tok = restrict_tokenizer(tok, _world_texts(name, restrict), str(tcfg["pretrained"]))
+            kept = len(tok.vocabulary_map["kept_ids"])
+            print(f"tokenizer.restrict: kept {kept:,} of {tok.vocabulary_map['original_vocab_size']:,} ids")
         return tok
     raise PipelineError(f"worlds.{name}.tokenizer must say characters: true, bpe: {{vocab_size, splits}} or pretrained: <model>")
 
@@ -115,7 +273,7 @@ def main(argv: list[str]) -> None:
     params = load_params()
     tok = world_tokenizer(params, argv[0])
     with atomic_dir(tokenizer_dir(argv[0])) as tmp:
-        tok.save_pretrained(str(tmp))
+        save_tokenizer(tok, tmp)
     print(f"tokenizer: {len(tok)} tokens -> {tokenizer_dir(argv[0])}")
 
 

@@ -26,6 +26,7 @@ CHECKPOINTS = Path("models/.checkpoints")  # not a DVC output; .dvcignore'd, git
 
 
 def train(params: dict, key: str) -> dict:
+    from pipeline.tokenizer import save_tokenizer
     from pipeline.training.kinds import KIND_FILE, Stage, get_kind
     from pipeline.training.trainer import require_device, run_trainer, set_threads
 
@@ -57,7 +58,7 @@ def train(params: dict, key: str) -> dict:
         model = trainer.model
     with atomic_dir(model_dir(world, name)) as tmp:
         kind.save(model, tmp)
-        tokenizer.save_pretrained(str(tmp))
+        save_tokenizer(tokenizer, tmp)  # a restricted vocabulary's map too: which original ids the model's rows are
         (tmp / KIND_FILE).write_text(f"{kind.name}\n")
         atomic_write_json(tmp / "train_info.json", {"kind": kind.name, "seed": stage.seed, **counts, **info})
     shutil.rmtree(run_dir, ignore_errors=True)

@@ -98,10 +98,27 @@ def _load_init(stage: Stage, init: str, tokenizer):
 
     source = str(stage.sibling_dir(init)) if stage.is_sibling(init) else init
     model = load_causal_lm(source, stage.cfg.get("init_gguf_file"), dense=True)  # it trains, then saves
+    return _fit_vocabulary(model, tokenizer, f"model {stage.world}/{stage.name}: init {init!r}")
+
+
+def _fit_vocabulary(model, tokenizer, what: str):
+    """An init model made to read the world's tokenizer: cut to its kept ids when the world's tokenizer is a
+    restricted one (tokenizer.restrict) and the model has the original tokenizer's embeddings, else unchanged;
+    refused in one line when its embeddings cannot be the tokenizer's."""
     vocab = model.get_input_embeddings().weight.shape[0]
-    if vocab < len(tokenizer):
-        raise PipelineError(f"model {stage.world}/{stage.name}: init {init!r} has {vocab} embeddings but the world's "
-                            f"tokenizer has {len(tokenizer)} tokens: use the init model's tokenizer for this world")
+    vmap = getattr(tokenizer, "vocabulary_map", None)
+    if vmap:
+        original, kept = vmap["original_vocab_size"], vmap["kept_ids"]
+        if vocab >= original:  # the original's model (more rows than tokens: Qwen2.5 pads 151,665 tokens to 151,936)
+            from pipeline.composition.vocabulary import restrict_vocabulary
+
+            return restrict_vocabulary(model, kept)
+        if vocab != len(kept):
+            raise PipelineError(f"{what} has {vocab:,} embeddings: neither the world's restricted vocabulary "
+                                f"({len(kept):,}) nor that of the tokenizer it restricts ({vmap['source']}, {original:,})")
+    elif vocab < len(tokenizer):
+        raise PipelineError(f"{what} has {vocab} embeddings but the world's tokenizer has {len(tokenizer)} tokens: "
+                            f"use the init model's tokenizer for this world")
     return model
 
 
@@ -174,7 +191,7 @@ def _built_architecture(params: dict, world: str, name: str, tokenizer, chain=()
         return build_base_model(cfg["arch"], tokenizer, params["worlds"][world]["max_positions"])
     if init in models:
         return _built_architecture(params, world, init, tokenizer, chain + (name,))
-    return load_causal_lm(init, cfg.get("init_gguf_file"))
+    return _fit_vocabulary(load_causal_lm(init, cfg.get("init_gguf_file")), tokenizer, f"model {world}/{name}: init {init!r}")
 
 
 def composition_added_parameters(params: dict, world: str, name: str, tokenizer) -> int:
@@ -336,8 +353,13 @@ class Lora(Kind):
 
         import json
 
+        from pipeline.tokenizer import VOCABULARY_MAP, load_tokenizer
+
         base = json.loads((directory / "adapter_config.json").read_text())["base_model_name_or_path"]
-        return PeftModel.from_pretrained(load_causal_lm(base), str(directory))
+        model = load_causal_lm(base)
+        if (directory / VOCABULARY_MAP).exists():  # trained on `base` cut to a restricted vocabulary: cut it again
+            model = _fit_vocabulary(model, load_tokenizer(directory), f"LoRA base {base!r}")
+        return PeftModel.from_pretrained(model, str(directory))
 
 
 class Composition(Kind):
