@@ -86,17 +86,29 @@ def gsm_accuracy(rows, completions, scfg):
 def pass_at_k(rows, completions, scfg):
     """Each completion appended to the row's `program_prefix` (if the row has one: e.g. "" for MBPP, whose program
     is the completion alone) or else to its prompt (HumanEval-style), then the row's `test` source, run in the
-    sandbox; `score` is pass@1 in percent (unbiased estimator over n samples), `ks` adds pass@k."""
+    sandbox; `score` is pass@1 in percent (unbiased estimator over n samples), `ks` adds pass@k.
+
+    A row with a `rename_back` field ({name in the completion: name to run}) has each completion's identifiers
+    renamed with it first (pipeline.worlds.code_dialect.rename_identifiers: NAME tokens only, strings and comments
+    untouched): code written in a renamed dialect of Python is renamed back to Python before it runs (such a row's
+    `program_prefix` is the plain-Python prefix). Its record then also lists the programs' completions as run
+    (`restored`). Rows without the field are run as written."""
     from pipeline.benchmarks.metrics import mean_pass_at_k
     from pipeline.benchmarks.sandbox import limits_from_config, run_programs
+    from pipeline.worlds.code_dialect import rename_identifiers
 
     if any("test" not in r for r in rows):
         raise PipelineError("metric pass_at_k needs a `test` field on every row")
     if any(not isinstance(r.get("program_prefix", ""), str) for r in rows):
         raise PipelineError("metric pass_at_k: a row's `program_prefix` must be a string (\"\" = the completion alone)")
-    jobs, owners = [], []
+    if any(not _is_name_map(r.get("rename_back", {})) for r in rows):
+        raise PipelineError("metric pass_at_k: a row's `rename_back` must map names (strings) to names")
+    jobs, owners, restored = [], [], [[] for _ in rows]
     for i, (r, outs) in enumerate(zip(rows, completions)):
         for o in outs:
+            if "rename_back" in r:
+                o = rename_identifiers(o, r["rename_back"])
+                restored[i].append(o)
             jobs.append(((r["program_prefix"] if "program_prefix" in r else r["prompt"]) + o, r["test"]))
             owners.append(i)
     results = run_programs(jobs, limits_from_config(scfg.get("limits")), workers=int(scfg.get("workers", 2)),
@@ -110,7 +122,13 @@ def pass_at_k(rows, completions, scfg):
                **{k: round(100.0 * v, 2) for k, v in figures.items()}}
     if any("group" in r for r in rows):
         summary["by_group"] = _by_group(rows, passed, lambda ps: round(100.0 * mean_pass_at_k(ps, [1])["pass@1"], 2))
-    return summary, [{"completions": outs, "passed": p} for outs, p in zip(completions, passed)]
+    records = [{"completions": outs, "passed": p} | ({"restored": rs} if "rename_back" in r else {})
+               for r, outs, p, rs in zip(rows, completions, passed, restored)]
+    return summary, records
+
+
+def _is_name_map(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
 METRICS = {"exact_match": exact_match, "chrf": chrf, "gsm_accuracy": gsm_accuracy, "pass_at_k": pass_at_k}

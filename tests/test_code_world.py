@@ -346,7 +346,7 @@ def test_chrf_of_the_reference_is_100(built):
 def test_conf_defaults_are_valid_and_documented():
     cfg = default_cfg()
     world._check(cfg)
-    assert cfg["composition"]["fraction"] == 0.07 and cfg["stdlib_modules"] is None
+    assert cfg["composition"]["fraction"] == 0.07 and cfg["stdlib_modules"] is None and cfg["dialect"] is None
     assert set(world.MODEL_DATA["calm"]) == {"composition_train"}
     assert set(world.EVALUATION_METRICS) == set(EVALUATION)
 
@@ -362,7 +362,7 @@ def test_missing_benchmarks_fail_in_one_line(small_cfg, tmp_path):
 def test_bad_settings_fail_clearly(small_cfg, tmp_path):
     for patch in ({"composition": {"fraction": 0.07, "tasks": {"cc": 1, "poetry": 1}}},
                   {"synthetic": {"families": ["numeric", "haiku"], "tests": 3, "max_tests": 5}},
-                  {"stdlib_modules": "operator"}):
+                  {"stdlib_modules": "operator"}, {"dialect": {"seed": "0"}}, {"dialect": {"seed": 0, "lists": 1}}):
         with pytest.raises(PipelineError):
             world.build(dict(small_cfg, **patch), tmp_path, 0)
 
@@ -434,3 +434,111 @@ def test_bad_eval_sets_settings_fail_in_one_line(small_cfg, tmp_path):
         with pytest.raises(PipelineError) as e:
             world.build(dict(small_cfg, **patch), tmp_path, 0)
         assert words in str(e.value) and "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------- dialect: {seed} (code_dialect.py)
+
+
+def _read_rows(d: Path) -> dict:
+    return {p.stem: [json.loads(line) for line in p.read_text().splitlines()] for p in d.glob("*.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def built_dialect(small_cfg, built, tmp_path_factory):
+    d = tmp_path_factory.mktemp("code_dialect")
+    summary = world.build(dict(small_cfg, dialect={"seed": 0}), d, seed=1)
+    return d, summary, _read_rows(d)
+
+
+def test_dialect_rows_are_the_plain_rows_renamed(built, built_dialect):
+    """Same seed, dialect on: the same rows, each field of Python code renamed (restore gives the plain build's
+    row back), English and C2T summaries untouched, execution rows with the plain program prefix and the inverse
+    renaming; the benchmark exclusion ran on the plain code (the same counts); nothing outside the vocabulary."""
+    from pipeline.worlds.code_dialect import Dialect
+
+    dialect = Dialect.from_config({"seed": 0})
+    d0, plain_summary, plain = built
+    d, summary, rows = built_dialect
+    assert set(rows) == set(plain)
+    assert (d / "english_train.jsonl").read_bytes() == (d0 / "english_train.jsonl").read_bytes()
+    vocab = set(world.vocabulary({}))
+    for name, rs in rows.items():
+        assert len(rs) == len(plain[name]), name
+        if name == "english_train":   # prose: byte-identical (above)
+            continue
+        for r, p in zip(rs, plain[name]):
+            assert r.get("id") == p.get("id")
+            assert dialect.restore(r["prompt"]) == p["prompt"], (name, r.get("id"))
+            assert (r["target"] == p["target"]) if r.get("task") == "c2t" else \
+                (dialect.restore(r["target"]) == p["target"]), (name, r.get("id"))
+            if name in EXECUTION:
+                assert r["program_prefix"] == p["prompt"] and r["rename_back"] == dialect.inverse
+                assert {k: v for k, v in r.items() if k not in ("prompt", "target", "program_prefix", "rename_back")} \
+                    == {k: v for k, v in p.items() if k not in ("prompt", "target")}
+            else:
+                assert "rename_back" not in r and set(r) == set(p)
+            assert all(set(v) <= vocab for v in r.values() if isinstance(v, str))
+    d_info = summary["dialect"]
+    assert d_info["seed"] == 0 and d_info["builtins_renamed"] == d_info["methods_renamed"] == 40
+    assert d_info["rows_changed"]["english_train"] == 0.0 and d_info["rows_changed"]["code_train"] > 0.5
+    assert 0 < d_info["rows_changed"]["cc_test"] and d_info["targets_changed"]["c2t_test"] == 0.0
+    for key in ("exclusion", "benchmarks", "held_out", "composition", "groups"):
+        assert summary[key] == plain_summary[key], key
+    assert "dialect" not in plain_summary and "dialect (seed 0)" in world.report_lines({}, summary)[-1]
+
+
+def test_pass_at_k_runs_dialect_completions_renamed_back(built_dialect):
+    """The references, written in the dialect, pass (pass_at_k renames them back with the row's `rename_back`);
+    the same code in plain Python names fails wherever the renaming changed it."""
+    from pipeline.scoring import pass_at_k
+    from pipeline.worlds.code_dialect import Dialect
+
+    dialect = Dialect.from_config({"seed": 0})
+    _, _, rows = built_dialect
+    sample = [r for n in ("cc_test", "t2c_test", "cc_stdlib_test") for r in rows[n]]
+    right, _ = pass_at_k(sample, [[r["target"]] for r in sample], {})
+    assert right["score"] == 100.0
+    renamed = [r for r in sample if dialect.restore(r["target"]) != r["target"]]
+    assert len(renamed) >= 6
+    plain, records = pass_at_k(renamed, [[dialect.restore(r["target"])] for r in renamed], {})
+    assert plain["score"] == 0.0, records
+
+
+@pytest.fixture(scope="module")
+def built_benchmarks_dialect(small_cfg, built_benchmarks, tmp_path_factory):
+    cfg = dict(small_cfg, eval_sets="benchmarks", benchmark_limits={"cc_test": 4, "t2c_test": 4, "c2t_test": 5},
+               dialect={"seed": 0})
+    d = tmp_path_factory.mktemp("code_benchmarks_dialect")
+    summary = world.build(cfg, d, seed=1)
+    return d, summary, _read_rows(d)
+
+
+def test_benchmark_prompts_in_the_dialect(built_benchmarks, built_benchmarks_dialect):
+    """HumanEval: the whole prompt in the dialect (docstrings stay), the program's prefix the plain prompt, and
+    plain prompt + completion renamed back = the dialect prompt and completion renamed back together. MBPP: its
+    asserts and exemplar code in the dialect, its English task lines not. CodeXGLUE Ruby: unchanged. The
+    references, in the dialect, pass."""
+    from pipeline.scoring import pass_at_k
+    from pipeline.worlds.code_dialect import Dialect
+
+    dialect = Dialect.from_config({"seed": 0})
+    d0, _, plain = built_benchmarks
+    d, summary, rows = built_benchmarks_dialect
+    for r, p in zip(rows["cc_test"], plain["cc_test"]):
+        assert r["program_prefix"] == p["prompt"] == p["program_prefix"] and r["rename_back"] == dialect.inverse
+        assert dialect.restore(r["prompt"]) == p["prompt"]
+        assert p["prompt"] + dialect.restore(r["target"]) == dialect.restore(r["prompt"] + r["target"]) \
+            == p["prompt"] + p["target"]
+    back = Dialect(0, dialect.inverse, dialect.forward)
+    for r, p in zip(rows["t2c_test"], plain["t2c_test"]):
+        assert r["program_prefix"] == "" and world._mbpp_prompt_in_dialect(r["prompt"], back) == p["prompt"]
+        lines, plain_lines = r["prompt"].split("\n"), p["prompt"].split("\n")
+        prose = [i for i, line in enumerate(plain_lines) if line.startswith(world.MBPP_PROSE)]
+        assert len(prose) == 4 and all(lines[i] == plain_lines[i] for i in prose)
+        assert any("find" in plain_lines[i].split() for i in prose)   # a word the code would rename
+        assert r["prompt"] != p["prompt"]                              # the exemplars' code is renamed
+    assert (d / "c2t_test.jsonl").read_bytes() == (d0 / "c2t_test.jsonl").read_bytes()
+    he_mbpp = rows["cc_test"] + rows["t2c_test"]
+    right, records = pass_at_k(he_mbpp, [[r["target"]] for r in he_mbpp], {})
+    assert right["score"] == 100.0, records
+    assert summary["dialect"]["targets_changed"]["cc_test"] > 0 and summary["dialect"]["rows_changed"]["c2t_test"] == 0

@@ -58,3 +58,19 @@ def test_gsm_calculator_grades_the_calculation_not_the_sum():
     assert [r["calculated"] for r in records] == [97.0, 95.0, None, None, 97.0]
     # without it the final number decides: "96 - 1 = 97" passes, "96 + 1 = 11" fails
     assert plain["score"] == 40.0 and summary["score"] == 60.0
+
+
+def test_pass_at_k_renames_completions_back_when_the_row_says_how():
+    """A row with `rename_back` (here a dialect that swaps min and max) has each completion's names renamed
+    before it runs after `program_prefix`: the dialect's `max` passes as Python's min, Python's own `min` fails;
+    strings are not renamed; the record lists what ran."""
+    score = get_metric("pass_at_k")
+    row = {"prompt": "def lowest(xs):\n", "program_prefix": "def lowest(xs):\n", "target": "    return max(xs)\n",
+           "test": "assert lowest([3, 1, 2]) == 1\nassert lowest([5, 9]) == 5\n",
+           "rename_back": {"max": "min", "min": "max"}}
+    summary, records = score([row, row], [["    return max(xs) if 'max' else 0\n"], ["    return min(xs)\n"]], {})
+    assert [r["passed"] for r in records] == [[True], [False]] and summary["score"] == 50.0
+    assert records[0]["restored"] == ["    return min(xs) if 'max' else 0\n"]
+    assert "restored" not in score(CODE_ROWS, [[r["target"]] for r in CODE_ROWS], {})[1][0]
+    with pytest.raises(PipelineError, match="rename_back"):
+        score([dict(row, rename_back=["max"])], [["x"]], {})

@@ -54,6 +54,27 @@ excludes every benchmark item either way.  The benchmark rows are for a pretrain
 to the character vocabulary (summary `benchmark_sets` counts the rows outside it).  No target contains a blank line, so "\\n\\n" is
 a safe stop sequence for every task.  MODEL_DATA and EVALUATION_METRICS below give the intended wiring.
 
+`dialect: {seed: k}` (default null: plain Python) writes the world's Python in a dialect (code_dialect.py): the 40
+commonest builtins and the 40 commonest builtin-type methods permuted among themselves, a seeded derangement (seed
+0 writes `len` as `int` and `int` as `hasattr`). It is a stand-in for "code knowledge the anchor lacks" when the
+anchor is a real code model (construction (b) of the project's issue: a reversible renaming only mA was trained
+on): such an anchor writes plain `len(x)`, which, renamed back, calls another builtin and fails; a model trained on
+the dialect writes the dialect's name and passes. A permutation, not fresh names, so that plain Python does not
+also run. Which text is code:
+  training  code_train and mb_code_train (each function, its comment header included), and the task rows of
+            format_train and composition_train: cc, t2c and cc_stdlib prompts and targets, the code in a c2t
+            prompt (its summary is English); english_train is prose and stays as it is.
+  evaluation  every prompt and reference of the Python sets (synthetic, HumanEval, MBPP: only MBPP's code lines,
+            its asserts and exemplars, not its English task lines); CodeXGLUE's Ruby rows unchanged. Execution
+            rows keep the plain program prefix (`program_prefix`: the plain prompt, or MBPP's "") and get
+            `rename_back`, the inverse renaming, which pipeline/scoring.py's pass_at_k applies to each completion
+            before the program runs: the model is shown the dialect and graded on what its code does in Python.
+Only NAME tokens are renamed: docstrings, comments and strings stay plain (a docstring's `>>> f(x)` example too).
+Everything else (which functions and items are drawn, the near-copy exclusion of benchmark items and held-out
+functions, the sandbox checks of the references) runs on the plain code before the renaming, so the same rows are
+written, renamed; summary.json's `dialect` records the seed, the names' counts and the share of each split's rows
+(and references) the renaming changed. D_C's fraction is measured on the plain code.
+
 The tasks, and how each departs from the paper:
   CC   prompt = a synthesized function's signature and docstring (one sentence and one `>>>` example, as
        HumanEval's prompts), target = its body; tests: 3-5 asserts on random inputs, chosen so that every
@@ -140,6 +161,7 @@ import numpy as np
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_write_json, atomic_write_jsonl
 from pipeline.worlds import code_capture, code_synth
+from pipeline.worlds.code_dialect import Dialect
 from pipeline.worlds.code_corpus import (NearCopyIndex, benchmark_indexes, code_tokens, doc_paragraphs,
                                          first_sentence, printable, stdlib_corpus, words)
 
@@ -219,6 +241,7 @@ def _check(cfg: dict) -> None:
                             f"{list(code_synth.FAMILIES)}, got {fams}")
     if not 0 < float(cfg["composition"]["fraction"]) <= 1 or not 0 <= float(cfg["mb"]["code_fraction"]) <= 1:
         raise PipelineError("code world: composition.fraction must be in (0, 1] and mb.code_fraction in [0, 1]")
+    _dialect(cfg)   # a bad dialect block fails here, in one line
 
 
 def _rng(seed: int, *keys) -> np.random.Generator:
@@ -543,6 +566,90 @@ def benchmark_sets(cfg: dict) -> dict[str, list[dict]]:
     return out
 
 
+# ---------------------------------------------------------------- the dialect (data.dialect: {seed})
+
+
+def _dialect(cfg: dict) -> Dialect | None:
+    spec = cfg.get("dialect")
+    return None if spec is None else Dialect.from_config(spec)
+
+
+def _c2t_code(prompt: str) -> str:
+    """The code of a c2t_prompt()."""
+    head, tail = "Code:\n", "\nSummary: "
+    if not (prompt.startswith(head) and prompt.endswith(tail)) or len(prompt) < len(head) + len(tail):
+        raise PipelineError(f"code world: not a C2T prompt: {prompt[:60]!r}")
+    return prompt[len(head):-len(tail)]
+
+
+def _training_row_in_dialect(row: dict, d: Dialect) -> dict:
+    """A code training row with its code in the dialect: plain code rows and the cc, t2c and cc_stdlib task rows
+    are code in prompt and target (a t2c prompt is comments, which stay as they are); a c2t row's code is in its
+    prompt, and its target, the summary, is English."""
+    if row.get("task") == "c2t":
+        return {**row, "prompt": c2t_prompt(d.apply(_c2t_code(row["prompt"])))}
+    return {**row, "prompt": d.apply(row["prompt"]), "target": d.apply(row["target"])}
+
+
+def _evaluation_row_in_dialect(row: dict, d: Dialect) -> dict:
+    """An evaluation row as a dialect model is asked it: its prompt (and reference) in the dialect. An execution
+    row keeps the plain-Python prefix its program starts with (`program_prefix`) and gets `rename_back`, the
+    inverse renaming pipeline.scoring.pass_at_k applies to each completion before it runs. CodeXGLUE's Ruby rows
+    are not Python: unchanged."""
+    if row["id"].startswith("codexglue:"):
+        return row
+    if row["task"] == "c2t":
+        return {**row, "prompt": c2t_prompt(d.apply(_c2t_code(row["prompt"])))}
+    prompt = _mbpp_prompt_in_dialect(row["prompt"], d) if row["id"].startswith("mbpp:") else d.apply(row["prompt"])
+    return {**row, "prompt": prompt, "target": d.apply(row["target"]),
+            "program_prefix": row.get("program_prefix", row["prompt"]), "rename_back": d.inverse}
+
+
+MBPP_PROSE = "You are an expert Python programmer, and here is your task: "   # pipeline/benchmarks/tasks.py's
+
+
+def _mbpp_prompt_in_dialect(prompt: str, d: Dialect) -> str:
+    """MBPP's 3-shot prompt holds prose lines (each task, in English), code lines (its asserts, the exemplars'
+    code) and [BEGIN]/[DONE] markers. Only the code goes into the dialect: tokenized as Python, the prose's words
+    would be renamed too ("find the ...")."""
+    lines = [line + "\n" for line in prompt.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    if sum(line.startswith(MBPP_PROSE) for line in lines) != prompt.count("[BEGIN]"):
+        raise PipelineError("code world: an MBPP prompt's layout is not one prose line per task; "
+                            "_mbpp_prompt_in_dialect needs updating")
+    out, code = [], []
+    for line in lines:
+        if line.startswith(MBPP_PROSE) or line.strip() in ("[BEGIN]", "[DONE]"):
+            out += [d.apply("".join(code)), line]
+            code = []
+        else:
+            code.append(line)
+    out.append(d.apply("".join(code)))
+    return "".join(out)
+
+
+def _files_in_dialect(files: dict[str, list[dict]], evaluation: set[str], d: Dialect) -> tuple[dict, dict]:
+    """Every split with its Python in the dialect (english_train is prose: as it is), and the summary's record of
+    it: the seed, the names, and the share of each split's rows and references the renaming changed (an MBPP
+    prompt changes with its exemplars: its reference is the telling figure)."""
+    def rename(name, rows):
+        if name in evaluation:
+            return [_evaluation_row_in_dialect(r, d) for r in rows]
+        return rows if name == "english_train" else [_training_row_in_dialect(r, d) for r in rows]
+
+    written = {name: rename(name, rows) for name, rows in files.items()}
+    return written, {**d.describe(),
+                     "rows_changed": {name: _changed(rows, written[name]) for name, rows in files.items()},
+                     "targets_changed": {name: _changed(rows, written[name], ("target",))
+                                         for name, rows in files.items()}}
+
+
+def _changed(before: list[dict], after: list[dict], fields=("prompt", "target")) -> float:
+    """The fraction of rows whose text (in any of `fields`) the dialect changed."""
+    n = sum(any(a[f] != b[f] for f in fields) for a, b in zip(before, after))
+    return round(n / max(len(before), 1), 4)
+
+
 # ---------------------------------------------------------------- training side
 
 
@@ -707,6 +814,9 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         evaluation.update(real)
     files = {"english_train": english_rows, "code_train": code_train, "mb_code_train": mb_code_train,
              "format_train": format_train, "composition_train": composition, **evaluation}
+    dialect = _dialect(cfg)
+    if dialect is not None:   # the rows drawn above, their Python renamed (the summary's figures stay the plain ones)
+        files, dialect_summary = _files_in_dialect(files, set(evaluation), dialect)
     # the real benchmarks are for a pretrained tokenizer: the summary counts their rows outside the vocabulary
     _assert_vocabulary({k: v for k, v in files.items() if k not in real})
     for name, rows in files.items():
@@ -747,12 +857,33 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
                                              "limit": (cfg.get("benchmark_limits") or {}).get(split),
                                              "rows_outside_vocabulary": sum(not _in_vocabulary(r) for r in rows)}
                                      for split, rows in real.items()}
+    if dialect is not None:   # (only then: the plain build's summary stays byte-identical)
+        summary["dialect"] = dialect_summary
     atomic_write_json(out / "summary.json", summary)
     return summary
 
 
 def report_lines(cfg: dict, summary: dict) -> list[str]:
-    """Lines under the world's report tables: what the CPU tasks are."""
+    """Lines under the world's report tables: what the CPU tasks are (and the dialect, when the code is in one)."""
+    return _task_lines(summary) + _dialect_lines(summary)
+
+
+def _dialect_lines(summary: dict) -> list[str]:
+    if "dialect" not in summary:
+        return []
+    d = summary["dialect"]
+    # the share of each test set's prompts and references the renaming changes (an MBPP prompt changes with its
+    # exemplars, so its reference is the telling figure)
+    changed = ", ".join(f"{s} {d['rows_changed'][s]:.0%}" + (f" (references {d['targets_changed'][s]:.0%})"
+                                                             if d["targets_changed"][s] else "")
+                        for s in summary["files"] if s.endswith("_test"))
+    return [f"Code in a dialect (seed {d['seed']}): {d['builtins_renamed']} builtins and {d['methods_renamed']} "
+            f"method names permuted among themselves (pipeline/worlds/code_dialect.py). The code training splits "
+            f"are written in it, the evaluation prompts shown in it (rows it changes: {changed}), and generated "
+            f"code is renamed back before it runs."]
+
+
+def _task_lines(summary: dict) -> list[str]:
     f = summary["files"]
     if summary.get("eval_sets") == "benchmarks":
         b = summary["benchmark_sets"]
