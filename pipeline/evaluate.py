@@ -34,6 +34,9 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
         scfg = ecfg["sets"][set_name] or {}
         scorer = get_metric(scfg.get("metric", "exact_match"))
         n_samples = int(scfg.get("n_samples", 1))
+        for key in ("max_new_tokens", "batch_size"):
+            if scfg.get(key) is None and ecfg.get(key) is None:
+                raise PipelineError(f"evaluation set {set_name}: no {key} (set it on the set or on the world's evaluation)")
         t0 = time.time()
         outs = generate_texts(
             model, tokenizer, [r["prompt"] for r in rows],

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, fresh_repo, repro_timed
+from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, fresh_repo, repro_timed
 from pipeline.params import compose_params
 from standins import has_smollm2, smollm2_first_layers
 
@@ -72,7 +72,9 @@ def test_code_real_chain_runs_with_a_local_stand_in_for_qwen(tmp_path):
 
     t4 = list(csv.DictReader(open(repo / "reports/table4_real.csv")))
     assert {r["model"] for r in t4} == {"mA", "mB", "CALM", "mB+Code"} and all(r["ours"] not in ("", None) for r in t4)
-    assert not (repo / "reports/table4.md").exists() and not (repo / "models/code").exists()
+    # the CPU stand-ins' committed Table 4 is untouched, and nothing was built under the code world's name
+    assert (repo / "reports/table4.md").read_bytes() == (ROOT / "reports/table4.md").read_bytes()
+    assert not (repo / "models/code").exists() and not (repo / "data/code").exists()
 
     # the tokenizer is SmolLM2's, restricted: fewer ids than 49,152, and mB's embeddings were cut to them
     kept = json.loads((repo / "models/code_real/tokenizer/vocabulary_map.json").read_text())["kept_ids"]
