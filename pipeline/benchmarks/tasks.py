@@ -323,9 +323,12 @@ class HumanEvalTask(_CodeTask):
         return item.prompt + completion, tests
 
 
+MBPP_TASK_OPENING = "You are an expert Python programmer, and here is your task: "  # each task's prose line
+
+
 def _mbpp_prompt_block(task: dict) -> str:
     tests = "\n".join(task["test_list"])
-    return (f"You are an expert Python programmer, and here is your task: {task['text']} "
+    return (f"{MBPP_TASK_OPENING}{task['text']} "
             f"Your code should pass these tests:\n\n{tests}\n[BEGIN]\n")
 
 

@@ -161,6 +161,7 @@ import numpy as np
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_write_json, atomic_write_jsonl
 from pipeline.worlds import code_capture, code_synth
+from pipeline.benchmarks.tasks import MBPP_TASK_OPENING
 from pipeline.worlds.code_dialect import Dialect
 from pipeline.worlds.code_corpus import (NearCopyIndex, benchmark_indexes, code_tokens, doc_paragraphs,
                                          first_sentence, printable, stdlib_corpus, words)
@@ -605,7 +606,6 @@ def _evaluation_row_in_dialect(row: dict, d: Dialect) -> dict:
             "program_prefix": row.get("program_prefix", row["prompt"]), "rename_back": d.inverse}
 
 
-MBPP_PROSE = "You are an expert Python programmer, and here is your task: "   # pipeline/benchmarks/tasks.py's
 
 
 def _mbpp_prompt_in_dialect(prompt: str, d: Dialect) -> str:
@@ -614,12 +614,12 @@ def _mbpp_prompt_in_dialect(prompt: str, d: Dialect) -> str:
     would be renamed too ("find the ...")."""
     lines = [line + "\n" for line in prompt.split("\n")]
     lines[-1] = lines[-1][:-1]
-    if sum(line.startswith(MBPP_PROSE) for line in lines) != prompt.count("[BEGIN]"):
+    if sum(line.startswith(MBPP_TASK_OPENING) for line in lines) != prompt.count("[BEGIN]"):
         raise PipelineError("code world: an MBPP prompt's layout is not one prose line per task; "
                             "_mbpp_prompt_in_dialect needs updating")
     out, code = [], []
     for line in lines:
-        if line.startswith(MBPP_PROSE) or line.strip() in ("[BEGIN]", "[DONE]"):
+        if line.startswith(MBPP_TASK_OPENING) or line.strip() in ("[BEGIN]", "[DONE]"):
             out += [d.apply("".join(code)), line]
             code = []
         else:
