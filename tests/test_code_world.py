@@ -533,7 +533,7 @@ def test_benchmark_prompts_in_the_dialect(built_benchmarks, built_benchmarks_dia
     for r, p in zip(rows["t2c_test"], plain["t2c_test"]):
         assert r["program_prefix"] == "" and world._mbpp_prompt_in_dialect(r["prompt"], back) == p["prompt"]
         lines, plain_lines = r["prompt"].split("\n"), p["prompt"].split("\n")
-        prose = [i for i, line in enumerate(plain_lines) if line.startswith(world.MBPP_PROSE)]
+        prose = [i for i, line in enumerate(plain_lines) if line.startswith(world.MBPP_TASK_OPENING)]
         assert len(prose) == 4 and all(lines[i] == plain_lines[i] for i in prose)
         assert any("find" in plain_lines[i].split() for i in prose)   # a word the code would rename
         assert r["prompt"] != p["prompt"]                              # the exemplars' code is renamed
