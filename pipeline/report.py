@@ -148,6 +148,11 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
         if cuts:
             md.write("- grading: " + ", ".join(f"{s} up to the first `{c}`" for s, c in cuts.items())
                      + "; all else as the metric says, on the whole output\n")
+        calculated = [s for s, c in sets.items() if c and c.get("calculator")]
+        if calculated:
+            md.write(f"- grading: {', '.join(calculated)} with a calculator (GSM8K's `<<a op b=c>>` annotations): an answer "
+                     "that opens with a calculation `a op b =` is graded on its value, not on the number written after it;"
+                     " the model is graded on reading the problem (operands and operation), not on doing the sum\n")
         md.write("- models: " + "; ".join(_model_line(n, models[n]) for n in _models_behind(world, cols.values(), models)) + "\n")
         first = list(cols)[0]
         sizes = {c["set"]: c["n"] for c in cells if c["world"] == world and c["model"] == first and c["n"] is not None}
