@@ -359,6 +359,26 @@ def test_missing_benchmarks_fail_in_one_line(small_cfg, tmp_path):
     assert "\n" not in msg and "benchmark data missing" in msg and "nowhere" in msg
 
 
+def test_plain_code_composition_data_is_a_slice_of_code_train(built, small_cfg, tmp_path):
+    """`composition.tasks: {code: 1}` (the paper's D_C): D_C's rows are code_train rows as they are (same text, no
+    prompt), about `fraction` of its characters, no function twice; format_train keeps its four task formats over
+    what D_C leaves; every other file is byte-identical to the task-row build's."""
+    d0, _, plain = built
+    summary = world.build(dict(small_cfg, composition=dict(small_cfg["composition"], tasks={"code": 1.0})), tmp_path, 1)
+    rows = _read_rows(tmp_path)
+    dc = rows["composition_train"]
+    code_train = {(r["id"], r["target"]) for r in rows["code_train"]}   # ids repeat: a synthesized name, two examples
+    assert dc and {r["task"] for r in dc} == {"code"} and len({r["id"] for r in dc}) == len(dc)
+    assert all(r["prompt"] == "" and (r["id"], r["target"]) in code_train for r in dc)
+    assert abs(summary["composition"]["fraction_of_code_train"] - small_cfg["composition"]["fraction"]) < 0.01
+    assert {r["task"] for r in rows["format_train"]} == set(world.TASKS)
+    assert not {r["id"] for r in rows["format_train"]} & {r["id"] for r in dc}
+    for path in d0.glob("*.jsonl"):   # format_train is drawn from what D_C leaves, so it differs too
+        if path.name not in ("composition_train.jsonl", "format_train.jsonl"):
+            assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+    assert any(f"as {len(dc)} functions of plain code." in line for line in world.report_lines(small_cfg, summary))
+
+
 def test_bad_settings_fail_clearly(small_cfg, tmp_path):
     for patch in ({"composition": {"fraction": 0.07, "tasks": {"cc": 1, "poetry": 1}}},
                   {"synthetic": {"families": ["numeric", "haiku"], "tests": 3, "max_tests": 5}},

@@ -32,7 +32,8 @@ Splits (JSONL rows {prompt, target, ...}; a row with an empty prompt is plain te
                       never seen done: the tiny models cannot read few-shot prompts.  Meant for both mA and mB
                       (so neither lacks a format, only knowledge).
   composition_train   D_C: `composition.fraction` (paper: 7%) of code_train's characters, as task rows
-                      (shares `composition.tasks`) over code_train functions.
+                      over code_train functions, and/or those functions as plain code (`code`, the
+                      paper's D_C), in the shares `composition.tasks`.
   cc_test / cc_dev                 synthesized functions, HumanEval format            pass_at_k
   t2c_test / t2c_dev               synthesized functions, MBPP-like format            pass_at_k
   cc_stdlib_test / cc_stdlib_dev   held-out real stdlib functions, last statement     pass_at_k
@@ -168,6 +169,9 @@ from pipeline.worlds.code_corpus import (NearCopyIndex, benchmark_indexes, code_
 
 WORLD = "code"
 TASKS = ("cc", "t2c", "cc_stdlib", "c2t")
+# D_C may also hold plain code (`composition.tasks.code`): code_train items as they are, the paper's D_C (a slice of
+# mA's code data); format_train stays the four task formats
+COMPOSITION_TASKS = TASKS + ("code",)
 
 # Which splits each model is meant to train on, and each evaluation split's metric (the lead's conf decides).
 MODEL_DATA = {
@@ -230,9 +234,10 @@ def _check(cfg: dict) -> None:
         raise PipelineError(f"code world: benchmark_limits must map some of {', '.join(BENCHMARK_SETS)} to a positive "
                             f"number of items or null (all), got {limits!r}")
     tasks = cfg["composition"]["tasks"]
-    if set(tasks) - set(TASKS) or not tasks or any(float(v) < 0 for v in tasks.values()) \
+    if set(tasks) - set(COMPOSITION_TASKS) or not tasks or any(float(v) < 0 for v in tasks.values()) \
             or sum(float(v) for v in tasks.values()) <= 0:
-        raise PipelineError(f"code world: composition.tasks must give non-negative shares of {TASKS}, got {tasks}")
+        raise PipelineError(f"code world: composition.tasks must give non-negative shares of {COMPOSITION_TASKS}, "
+                            f"got {tasks}")
     mods = cfg.get("stdlib_modules")
     if mods is not None and (not isinstance(mods, list) or not mods or not all(isinstance(m, str) for m in mods)):
         raise PipelineError(f"code world: stdlib_modules must be null or a non-empty list of module names, got {mods!r}")
@@ -678,8 +683,21 @@ def _synth_training(structures: list[str], n: int, rng: np.random.Generator, ben
     return out
 
 
+def _plain_row(item) -> dict:
+    """A code_train item as a row of plain code (no prompt: the loss is on all of it)."""
+    kind, obj = item
+    if kind == "stdlib":
+        return {"prompt": "", "target": obj.source, "source": "stdlib", "id": obj.id}
+    s, example, t2c_style = obj
+    text = t2c_prompt(s.task, s.name, example) + s.signature() + "\n" + s.body if t2c_style else s.code(example)
+    return {"prompt": "", "target": text, "source": "synthetic", "id": f"synthetic:{s.name}",
+            "structure": s.structure}
+
+
 def _task_row(task: str, item) -> dict | None:
-    """A code_train item rendered in a task format (None if the item cannot be asked that way)."""
+    """A code_train item rendered in a task format, or as plain code (`code`); None if it cannot be asked that way."""
+    if task == "code":
+        return {**_plain_row(item), "task": "code"}
     kind, obj = item
     if task in ("cc", "t2c"):
         if kind != "synthetic":
@@ -748,16 +766,7 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     items = [("stdlib", f) for f in std] + [("synthetic", (s, ex, bool(st))) for (s, ex), st in zip(syn, styles)]
     items = [items[i] for i in rng.permutation(len(items))]
 
-    def plain(item) -> dict:
-        kind, obj = item
-        if kind == "stdlib":
-            return {"prompt": "", "target": obj.source, "source": "stdlib", "id": obj.id}
-        s, example, t2c_style = obj
-        text = t2c_prompt(s.task, s.name, example) + s.signature() + "\n" + s.body if t2c_style else s.code(example)
-        return {"prompt": "", "target": text, "source": "synthetic", "id": f"synthetic:{s.name}",
-                "structure": s.structure}
-
-    code_train = [plain(it) for it in items]
+    code_train = [_plain_row(it) for it in items]
     code_chars = sum(len(r["target"]) for r in code_train)
 
     # D_C: task rows over code_train items until composition.fraction of code_train's characters
@@ -766,10 +775,10 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     budget = float(comp["fraction"]) * code_chars
     total_share = sum(shares.values())
     order = [items[i] for i in _rng(seed, "composition").permutation(len(items))]
-    queues = {t: [r for r in (_task_row(t, it) for it in order) if r] for t in TASKS}
+    queues = {t: [r for r in (_task_row(t, it) for it in order) if r] for t in COMPOSITION_TASKS}
     used_ids = set()
     composition, spent = [], {t: 0 for t in shares}
-    pos = {t: 0 for t in TASKS}
+    pos = {t: 0 for t in COMPOSITION_TASKS}
     while True:
         # the task furthest below its share of the budget takes the next row
         open_tasks = [t for t in shares if spent[t] < budget * shares[t] / total_share and pos[t] < len(queues[t])]
@@ -895,13 +904,24 @@ def _task_lines(summary: dict) -> list[str]:
             f"(the paper's column is Python; only the Ruby copy is here); pass@1 in the sandbox, chrF1. Rows named "
             f"'ours: synthesized' / 'held-out stdlib' hold these benchmarks under this setting; CC-stdlib stays the "
             f"held-out stdlib diagnostic.",
-            f"D_C = {summary['composition']['fraction_of_code_train']:.1%} of the code data (characters), as task rows.",
+            _composition_line(summary, "the code data"),
         ]
     return [
         f"Code world (CPU preset): CC = {f['cc_test']['rows']} synthesized functions, HumanEval format, held out by "
         f"structure; CC-stdlib = {f['cc_stdlib_test']['rows']} held-out stdlib functions, last statement, tests "
         f"from captured behaviour; T2C = {f['t2c_test']['rows']} synthesized MBPP-like tasks; C2T = "
         f"{f['c2t_test']['rows']} held-out stdlib functions -> first docstring sentence (chrF1).",
-        f"D_C = {summary['composition']['fraction_of_code_train']:.1%} of mA's code data (characters), as task rows.",
+        _composition_line(summary, "mA's code data"),
     ]
+
+
+def _composition_line(summary: dict, of: str) -> str:
+    """What D_C holds: its share of the code data, as task rows (the four formats) and/or plain code."""
+    c = summary["composition"]
+    tasks = c.get("tasks", {})
+    plain = tasks.get("code", 0)
+    formats = {t: n for t, n in tasks.items() if t != "code"}
+    parts = ([f"task rows ({', '.join(f'{t} {n}' for t, n in formats.items())})"] if formats else []) \
+        + ([f"{plain} functions of plain code"] if plain else [])
+    return f"D_C = {c['fraction_of_code_train']:.1%} of {of} (characters), as " + " and ".join(parts) + "."
 
