@@ -49,8 +49,8 @@ table1 table5: setup
 	@cat reports/$@.md
 
 # The language world (Tables 2-3, Figure 2) is not in conf/config.yaml's default list either (its cpu preset took
-# 47 min on this 2-core CPU, over the 30 minutes a default `dvc repro` may add; README: Tables 2-3), so its
-# targets first select it beside the default worlds.
+# 30.5 min on this 2-core CPU beside another job, about the 30 minutes the issue allows it, and would triple the
+# default `dvc repro`; README: Tables 2-3), so its targets first select it beside the default worlds.
 LANGUAGE_WORLDS ?= [kv_arithmetic,languages]
 SELECT_LANGUAGES = $(PY) -m pipeline.params "world=$(LANGUAGE_WORLDS)" $(OVERRIDES)
 table2 table3: setup
