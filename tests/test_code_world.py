@@ -447,10 +447,22 @@ def test_pass_at_k_runs_benchmark_programs_as_their_harnesses_do(built_benchmark
         pass_at_k([dict(mbpp[0], program_prefix=None)], [["x"]], {})
 
 
+def test_benchmark_offsets_give_the_items_after_the_test_subset(small_cfg):
+    """`benchmark_offsets` (a dev slice beside a test subset): the items that follow the first N, the same rows
+    as a longer limit's tail, never one of the first N."""
+    plain = world.benchmark_sets(dict(small_cfg, benchmark_limits={"cc_test": 6, "t2c_test": 5, "c2t_test": 7}))
+    sliced = world.benchmark_sets(dict(small_cfg, benchmark_limits={"cc_test": 4, "t2c_test": 3, "c2t_test": 4},
+                                       benchmark_offsets={"cc_test": 2, "t2c_test": 2, "c2t_test": 3}))
+    assert sliced == {"cc_test": plain["cc_test"][2:], "t2c_test": plain["t2c_test"][2:], "c2t_test": plain["c2t_test"][3:]}
+    assert [r["id"] for r in sliced["cc_test"]] == ["HumanEval/2", "HumanEval/3", "HumanEval/4", "HumanEval/5"]
+
+
 def test_bad_eval_sets_settings_fail_in_one_line(small_cfg, tmp_path):
     for patch, words in (({"eval_sets": "real"}, "eval_sets must be one of"),
                          ({"benchmark_limits": {"cc_test": 0}}, "benchmark_limits"),
-                         ({"benchmark_limits": {"gsm8k": 3}}, "benchmark_limits")):
+                         ({"benchmark_limits": {"gsm8k": 3}}, "benchmark_limits"),
+                         ({"benchmark_offsets": {"cc_test": -1}}, "benchmark_offsets"),
+                         ({"eval_sets": "benchmarks", "benchmark_offsets": {"cc_test": 164}}, "leaves no item")):
         with pytest.raises(PipelineError) as e:
             world.build(dict(small_cfg, **patch), tmp_path, 0)
         assert words in str(e.value) and "\n" not in str(e.value)

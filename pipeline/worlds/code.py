@@ -233,6 +233,11 @@ def _check(cfg: dict) -> None:
             v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1) for v in limits.values()):
         raise PipelineError(f"code world: benchmark_limits must map some of {', '.join(BENCHMARK_SETS)} to a positive "
                             f"number of items or null (all), got {limits!r}")
+    offsets = cfg.get("benchmark_offsets") or {}
+    if not isinstance(offsets, dict) or set(offsets) - set(BENCHMARK_SETS) or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in offsets.values()):
+        raise PipelineError(f"code world: benchmark_offsets must map some of {', '.join(BENCHMARK_SETS)} to a number "
+                            f"of leading items to skip (>= 0), got {offsets!r}")
     tasks = cfg["composition"]["tasks"]
     if set(tasks) - set(COMPOSITION_TASKS) or not tasks or any(float(v) < 0 for v in tasks.values()) \
             or sum(float(v) for v in tasks.values()) <= 0:
@@ -531,7 +536,9 @@ def _evaluation_side(key: str) -> dict:
 def benchmark_sets(cfg: dict) -> dict[str, list[dict]]:
     """cc_test = HumanEval (0-shot), t2c_test = MBPP test (3-shot, [BEGIN]/[DONE]), c2t_test = CodeXGLUE Ruby
     test (3-shot): the items, prompts and tests of pipeline.benchmarks.tasks under conf/benchmark/<name>.yaml,
-    read from the files benchmark_paths names (never the hub), the first `benchmark_limits[set]` items of each.
+    read from the files benchmark_paths names (never the hub), the first `benchmark_limits[set]` items of each
+    after the first `benchmark_offsets[set]` (default 0; e.g. a dev slice: HumanEval 41-80 beside a test subset of
+    the first 40).
     Execution rows carry `program_prefix`: what precedes the completion in the program the sandbox runs (HumanEval:
     the prompt; MBPP: nothing, the completion is the whole program), and `test` (HumanEval: its check() and the
     call; MBPP: its test_list)."""
@@ -544,15 +551,19 @@ def benchmark_sets(cfg: dict) -> dict[str, list[dict]]:
     local = {"humaneval": {"local_file": str(paths["humaneval"])}, "mbpp": {"local_dir": str(paths["mbpp"])},
              "codexglue": {"local_dir": str(paths["codexglue_ruby_test"].parent.parent)}}
     limits = cfg.get("benchmark_limits") or {}
+    offsets = cfg.get("benchmark_offsets") or {}
     sentinel = "\x00completion\x00"
     out = {}
     for split, name in BENCHMARK_SETS.items():
         bcfg = load_benchmark_config(name)
         task = build_task({**bcfg, "data": {**local[name], "hub_id": None}})
         try:
-            items = task.items(limits.get(split))
+            skip, limit = offsets.get(split, 0), limits.get(split)
+            items = task.items(None if limit is None else skip + limit)[skip:]
         except BenchmarkError as e:
             raise PipelineError(f"code world: {split} from {name}: {e}") from None
+        if not items:
+            raise PipelineError(f"code world: {split} from {name}: benchmark_offsets {skip} leaves no item")
         rows = []
         for item in items:
             row = {"prompt": item.prompt, "task": split.split("_")[0], "group": name if name != "codexglue" else
