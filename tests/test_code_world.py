@@ -455,6 +455,12 @@ def test_benchmark_offsets_give_the_items_after_the_test_subset(small_cfg):
                                        benchmark_offsets={"cc_test": 2, "t2c_test": 2, "c2t_test": 3}))
     assert sliced == {"cc_test": plain["cc_test"][2:], "t2c_test": plain["t2c_test"][2:], "c2t_test": plain["c2t_test"][3:]}
     assert [r["id"] for r in sliced["cc_test"]] == ["HumanEval/2", "HumanEval/3", "HumanEval/4", "HumanEval/5"]
+    # the report says which items it evaluated
+    summary = {"eval_sets": "benchmarks", "composition": {"fraction_of_code_train": 0.07, "tasks": {"code": 9}},
+               "benchmark_sets": {"cc_test": {"rows": 4, "limit": 4, "offset": 2}, "t2c_test": {"rows": 3, "limit": 3},
+                                  "c2t_test": {"rows": 4, "limit": None}}, "files": {}}
+    line = world.report_lines(small_cfg, summary)[0]
+    assert "4 problems (items 3-6)" in line and "3 tasks (first 3)" in line and "4 functions, 3-shot" in line
 
 
 def test_bad_eval_sets_settings_fail_in_one_line(small_cfg, tmp_path):

@@ -873,9 +873,11 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     }
     if real:   # (only then: the synthetic build's summary stays byte-identical to what it was before the option)
         summary["eval_sets"] = "benchmarks"
+        offsets = cfg.get("benchmark_offsets") or {}   # recorded only when set: other summaries stay as they were
         summary["benchmark_sets"] = {split: {"benchmark": BENCHMARK_SETS[split], "rows": len(rows),
                                              "limit": (cfg.get("benchmark_limits") or {}).get(split),
                                              "rows_outside_vocabulary": sum(not _in_vocabulary(r) for r in rows)}
+                                     | ({"offset": offsets[split]} if offsets.get(split) else {})
                                      for split, rows in real.items()}
     if dialect is not None:   # (only then: the plain build's summary stays byte-identical)
         summary["dialect"] = dialect_summary
@@ -907,7 +909,11 @@ def _task_lines(summary: dict) -> list[str]:
     f = summary["files"]
     if summary.get("eval_sets") == "benchmarks":
         b = summary["benchmark_sets"]
-        cut = lambda s: f" (first {b[s]['limit']})" if b[s].get("limit") else ""  # noqa: E731
+        def cut(s):
+            off, limit = b[s].get("offset", 0), b[s].get("limit")
+            if off:
+                return f" (items {off + 1}-{off + b[s]['rows']})"
+            return f" (first {limit})" if limit else ""
         return [
             f"Code world, real benchmarks (eval_sets: benchmarks): CC = HumanEval, {b['cc_test']['rows']} problems"
             f"{cut('cc_test')}, 0-shot; T2C = MBPP test, {b['t2c_test']['rows']} tasks{cut('t2c_test')}, 3-shot; "
