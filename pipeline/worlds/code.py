@@ -786,10 +786,12 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     budget = float(comp["fraction"]) * code_chars
     total_share = sum(shares.values())
     order = [items[i] for i in _rng(seed, "composition").permutation(len(items))]
-    queues = {t: [r for r in (_task_row(t, it) for it in order) if r] for t in COMPOSITION_TASKS}
+    # the four task formats always (format_train draws from them), plain code only when D_C holds some
+    queued = TASKS + tuple(t for t in shares if t not in TASKS)
+    queues = {t: [r for r in (_task_row(t, it) for it in order) if r] for t in queued}
     used_ids = set()
     composition, spent = [], {t: 0 for t in shares}
-    pos = {t: 0 for t in COMPOSITION_TASKS}
+    pos = {t: 0 for t in queued}
     while True:
         # the task furthest below its share of the budget takes the next row
         open_tasks = [t for t in shares if spent[t] < budget * shares[t] / total_share and pos[t] < len(queues[t])]
