@@ -186,9 +186,12 @@ def run_digest(params: dict, world: str, name: str) -> str:
     models = w["models"]
     strip = lambda cfg: {k: v for k, v in cfg.items() if k != "seed"}  # noqa: E731  (seeds are what a sweep varies)
     related = {u: strip(models[u]) for u in upstream_models(world, name, models[name], models)}
+    # micro-batching (conf/world/code.yaml) changes float summation order only, but a table never mixes runs made
+    # under two; absent (= 1) it leaves the digest what it was before the key existed
+    execution = {"micro_batches": w["micro_batches"]} if w.get("micro_batches", 1) != 1 else {}
     return fingerprint({"model": strip(models[name]), "related": related, "data": w["data"], "evaluation": w["evaluation"],
                         "max_positions": w["max_positions"], "seed": params["seed"],
-                        "precision": (params.get("runtime") or {}).get("precision", "fp32")})
+                        "precision": (params.get("runtime") or {}).get("precision", "fp32"), **execution})
 
 
 def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[str]]:

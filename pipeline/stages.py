@@ -6,7 +6,7 @@ derived from those declarations by the OmegaConf resolver `calm_dag` (register_r
 calls it through `hydra_plugins/calm_pipeline`, `make params` through pipeline.params.compose_params):
 
     dvc_stages.data      {<world>: {module_file}}                        build_data@<world>, build_tokenizer@<world>
-    dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related}}          train@<world>/<model>
+    dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related, execution}}  train@<world>/<model>
     dvc_stages.evaluate  {<world>/<model>: {world, name}}                               evaluate@<world>/<model>
     dvc_stages.report    {<table>: {worlds, metrics}}                                         report@<table>
     dvc_stages.figure    {<figure>: {metrics}}                                               figure@<figure>
@@ -118,6 +118,9 @@ def derive(params: dict) -> dict:
                 "upstream": _pad([str(tokenizer_dir(world))] + [str(model_dir(world, u)) for u in ups],
                                  UPSTREAM_SLOTS, f"model {world}/{name} upstream", str(tokenizer_dir(world))),
                 "related": _pad(ups, RELATED_SLOTS, f"model {world}/{name} upstream", name),
+                # the world's micro-batching (float summation order only, but a model is retrained when it
+                # changes); a world without it repeats `seed`, which the stage depends on anyway
+                "execution": f"worlds.{world}.micro_batches" if "micro_batches" in wcfg else "seed",
             }
         evaluate_names[world] = evaluated_models(params, world)
         for name in evaluate_names[world]:

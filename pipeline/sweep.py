@@ -132,7 +132,9 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
                                     f"(dvc repro train@{world}/{name}, or make table5)")
             stage = locked.get(f"train@{world}/{name}")
             key = f"worlds.{world}.models.{name}"
-            if stage and key in stage and stage[key] != models[name]:
+            micro = params["worlds"][world].get("micro_batches", 1)
+            if stage and key in stage and (stage[key] != models[name]
+                                           or stage.get(f"worlds.{world}.micro_batches", 1) != micro):
                 raise PipelineError(f"{model_dir(world, name)} is stale: params.yaml changed since DVC built it; "
                                     f"rebuild it first (dvc repro train@{world}/{name})")
             linked.append(name)
@@ -173,6 +175,9 @@ def reusable_default(params: dict, world: str, ablation: str, seed: int, root: P
         stage, key = locked.get(f"train@{world}/{name}"), f"worlds.{world}.models.{name}"
         if not stage or stage.get(key) != models[name]:
             return None  # not built by DVC, or under other params: train it here
+        micro_key = f"worlds.{world}.micro_batches"
+        if stage.get(micro_key, 1) != params["worlds"][world].get("micro_batches", 1):
+            return None  # built under another micro-batching
     evaluated = locked.get(f"evaluate@{world}/{ablation}")
     if not evaluated or evaluated.get(f"worlds.{world}.evaluation") != params["worlds"][world]["evaluation"]:
         return None

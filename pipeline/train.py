@@ -41,8 +41,10 @@ def train(params: dict, key: str) -> dict:
     tokenizer = stage.tokenizer()
     models = params["worlds"][world]["models"]
     related = {u: models[u] for u in upstream_models(world, name, cfg, models)}
+    micro_batches = params["worlds"][world].get("micro_batches", 1)  # execution, as threads: conf/world/code.yaml
+    execution = {"micro_batches": micro_batches} if micro_batches != 1 else {}  # absent: the digests made before it
     fp = fingerprint({"key": key, "cfg": cfg, "seed": stage.seed, "related": related,
-                      "precision": stage.runtime.get("precision", "fp32")}, kind.inputs(stage))
+                      "precision": stage.runtime.get("precision", "fp32"), **execution}, kind.inputs(stage))
     model, counts = kind.build(stage, tokenizer)
     print(f"{key}: kind {kind.name}, " + ", ".join(f"{k}={v}" for k, v in counts.items()), file=sys.stderr)
     run_dir = CHECKPOINTS / f"{world}-{name}-{fp}"
@@ -54,7 +56,9 @@ def train(params: dict, key: str) -> dict:
         trainer, info = run_trainer(
             model, dataset, collator, cfg["train"], stage.runtime, stage.seed, run_dir, key, params.get("wandb", {}),
             {"pipeline": {"kind": kind.name, "world": world, "name": name, **cfg}, "seed": stage.seed, **counts},
+            micro_batches=micro_batches,
         )
+        info.update(execution)
         model = trainer.model
     with atomic_dir(model_dir(world, name)) as tmp:
         kind.save(model, tmp)

@@ -33,6 +33,8 @@ def _prepare(workdir: Path, model: str, kind: str) -> None:
     workdir.mkdir(parents=True)
     block = f"worlds.{WORLD}.models.{model}"
     overrides = ["preset=micro", f"{block}.train.steps={STEPS}", f"{block}.train.save_steps=5", f"{block}.train.batch_size=16"]
+    if kind == "micro-batched":  # length-sorted micro-batches: the resume must restore the batch sampler's order
+        overrides += [f"+worlds.{WORLD}.micro_batches=4"]
     if kind == "composition":  # dropout in the cross-attention and on mA's states: the resume must restore RNG state
         overrides += [f"{block}.composition.attention_dropout=0.3", f"{block}.composition.augmenting_dropout=0.3"]
     dump_params(compose_params(overrides), workdir / "params.yaml")
@@ -68,7 +70,8 @@ def _prepared(tmp_path_factory, model: str, kind: str):
 # not its state; with a truncated trainer_state.json; while the finished model is written. The composition
 # (dropout in its cross-attention: the resume must restore the RNG state) covers the checkpoint writes.
 KILLS = [("mB", "base", "step", 12), ("mB", "base", "checkpoint", 20), ("mB", "base", "state", 25),
-         ("mB", "base", "final", STEPS), ("calm", "composition", "checkpoint", 20), ("calm", "composition", "state", 25)]
+         ("mB", "base", "final", STEPS), ("calm", "composition", "checkpoint", 20), ("calm", "composition", "state", 25),
+         ("mB", "micro-batched", "step", 12)]
 
 
 @pytest.mark.parametrize("model,kind,point,step", KILLS, ids=[f"{k[1]}-{k[2]}" for k in KILLS])

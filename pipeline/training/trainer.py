@@ -40,14 +40,35 @@ def set_threads(runtime: dict) -> None:
     torch.set_num_threads(int(os.environ.get("CALM_THREADS", runtime.get("threads", 2))))
 
 
-def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, run_name: str, report_to) -> dict:
-    """The TrainingArguments keywords for a recipe on a runtime (a plain dict, so tests can read it)."""
+def check_micro_batches(micro_batches, batch_size: int) -> int:
+    """The number of micro-batches an optimizer batch is cut into (1 = none), or one line on why it can't be."""
+    if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1:
+        raise PipelineError(f"micro_batches must be an integer >= 1 (1 = whole batches), not {micro_batches!r}")
+    if batch_size % micro_batches:
+        raise PipelineError(f"micro_batches {micro_batches} does not divide train.batch_size {batch_size}: "
+                            "every optimizer step must see batch_size rows")
+    return micro_batches
+
+
+def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, run_name: str, report_to,
+                      micro_batches: int = 1) -> dict:
+    """The TrainingArguments keywords for a recipe on a runtime (a plain dict, so tests can read it).
+
+    micro_batches > 1 cuts each optimizer batch of `batch_size` random rows into that many micro-batches of rows
+    of like length (transformers' "batch_rebalance" sampler: shuffle, take batch_size rows, sort, partition by
+    padded cost) with gradient accumulation; Trainer normalises each micro-batch's loss by the answer tokens of
+    the whole batch (num_items_in_batch), so the update is the whole batch's up to float summation order, while
+    padding to each micro-batch's own longest row cuts the padded positions a model computes (up to ~1.8x fewer
+    on the code world's rows, whose lengths run 20-330 characters)."""
     check_runtime(runtime)
     steps = int(tcfg["steps"])
+    k = check_micro_batches(micro_batches, int(tcfg["batch_size"]))
+    grouping = {} if k == 1 else dict(gradient_accumulation_steps=k, train_sampling_strategy="batch_rebalance")
     return dict(
         output_dir=output_dir,
         max_steps=steps,
-        per_device_train_batch_size=tcfg["batch_size"],
+        per_device_train_batch_size=int(tcfg["batch_size"]) // k,
+        **grouping,
         learning_rate=tcfg["lr"],
         weight_decay=tcfg.get("weight_decay", 0.0),
         warmup_steps=int(tcfg.get("warmup_ratio", 0.05) * steps),
@@ -114,10 +135,27 @@ def _progress_callback():
     return ProgressCallback, LossProgress
 
 
+def _trainer_class():
+    from transformers import Trainer
+    from transformers.trainer_pt_utils import BatchRebalanceSampler
+
+    class SeededRebalanceTrainer(Trainer):
+        """Trainer whose batch_rebalance sampler shuffles with the run's data seed (transformers builds it with
+        a fixed seed 42, which would give every composition seed the same row order)."""
+
+        def _get_train_sampler(self, train_dataset=None):
+            sampler = super()._get_train_sampler(train_dataset)
+            if isinstance(sampler, BatchRebalanceSampler):
+                sampler.seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+            return sampler
+
+    return SeededRebalanceTrainer
+
+
 def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, run_dir: Path, run_name: str,
-                wandb_cfg: dict, extra_config: dict):
+                wandb_cfg: dict, extra_config: dict, micro_batches: int = 1):
     """Train (resuming from run_dir's newest complete checkpoint) -> (trainer, info)."""
-    from transformers import Trainer, TrainingArguments
+    from transformers import TrainingArguments
 
     use_wandb = wandb_enabled()
     if use_wandb:
@@ -125,8 +163,8 @@ def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, 
     set_threads(runtime)
     args = TrainingArguments(**trainer_arguments(
         tcfg, runtime, seed=seed, output_dir=str(run_dir), run_name=run_name,
-        report_to=["wandb"] if use_wandb else "none"))
-    trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator)
+        report_to=["wandb"] if use_wandb else "none", micro_batches=micro_batches))
+    trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, data_collator=collator)
     Base, Mine = _progress_callback()
     trainer.remove_callback(Base)
     trainer.add_callback(Mine)
