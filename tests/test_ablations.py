@@ -309,3 +309,18 @@ def test_report_counts_groups_above_a_model(tmp_path, monkeypatch):
     _, _, cells = build_table("table5", p)
     counts = {c["model"]: (c["ours"], c["n_seeds"], c["metric"]) for c in cells}
     assert counts["CALM"] == (2.0, 2, "#(>mB)") and counts["LoRA"] == (1.0, 2, "#(>mB)")
+
+
+def test_micro_batching_enters_a_run_digest_only_when_set():
+    """A table never mixes runs trained with and without micro-batches, and a world that does not set them keeps
+    the digests of the runs published before the setting existed."""
+    import copy
+
+    from pipeline.report import run_digest
+
+    p = compose_params([])
+    before = run_digest(p, WORLD, "calm")
+    for k, same in ((1, True), (4, False)):
+        q = copy.deepcopy(p)
+        q["worlds"][WORLD]["micro_batches"] = k
+        assert (run_digest(q, WORLD, "calm") == before) is same
