@@ -81,6 +81,7 @@ def _stand_in_overrides(stand_in: Path) -> list[str]:
     for m in ("calm", "skyline"):
         out += [f"worlds.code.models.{m}.train.steps=1", f"worlds.code.models.{m}.train.batch_size=1",
                 f"worlds.code.models.{m}.train.logging_steps=1"]
+    out += ["worlds.code.micro_batches=1"]   # one row per step: nothing to cut into micro-batches
     out += ["worlds.code.evaluation.batch_size=2", "worlds.code.evaluation.max_new_tokens=4"]
     out += [f"worlds.code.evaluation.sets.{s}.max_new_tokens=4" for s in ("cc_test", "t2c_test", "c2t_test")]
     return out
