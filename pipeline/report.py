@@ -180,15 +180,13 @@ def run_digest(params: dict, world: str, name: str) -> str:
     the world's data, evaluation and positions, the global seed (data, anchor replay). A sweep run counts in a
     table only while its digest is the model's current one (a run made under another conf is stale)."""
     from pipeline.io import fingerprint
-    from pipeline.stages import upstream_models
+    from pipeline.stages import execution_settings, upstream_models
 
     w = params["worlds"][world]
     models = w["models"]
     strip = lambda cfg: {k: v for k, v in cfg.items() if k != "seed"}  # noqa: E731  (seeds are what a sweep varies)
     related = {u: strip(models[u]) for u in upstream_models(world, name, models[name], models)}
-    # micro-batching (conf/world/code.yaml) changes float summation order only, but a table never mixes runs made
-    # under two; absent (= 1) it leaves the digest what it was before the key existed
-    execution = {"micro_batches": w["micro_batches"]} if w.get("micro_batches", 1) != 1 else {}
+    execution = execution_settings(params, world)  # a table never mixes runs made under two micro-batchings
     return fingerprint({"model": strip(models[name]), "related": related, "data": w["data"], "evaluation": w["evaluation"],
                         "max_positions": w["max_positions"], "seed": params["seed"],
                         "precision": (params.get("runtime") or {}).get("precision", "fp32"), **execution})

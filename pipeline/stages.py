@@ -97,6 +97,14 @@ def evaluated_models(params: dict, world: str) -> list[str]:
     return [m for m, cfg in models.items() if (m in named and cfg.get("evaluate", True)) or cfg.get("evaluate") is True]
 
 
+def execution_settings(params: dict, world: str) -> dict:
+    """A world's settings that change its models' floats but not their recipe (`micro_batches`: length-sorted
+    micro-batches, pipeline/training/trainer.py), as the checkpoint and sweep digests include them: {} at their
+    defaults, so the digests made before the settings existed stay what they were."""
+    k = params["worlds"][world].get("micro_batches", 1)
+    return {"micro_batches": k} if k != 1 else {}
+
+
 def derive(params: dict) -> dict:
     """dvc_stages from the declared worlds and reports; raises PipelineError on an inconsistent declaration."""
     from pipeline.training.kinds import KINDS

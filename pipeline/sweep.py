@@ -106,6 +106,12 @@ def _dvc_locked_params(root: Path) -> dict:
     return {name: ((s.get("params") or {}).get("params.yaml") or {}) for name, s in stages.items()}
 
 
+def _other_micro_batches(stage: dict, params: dict, world: str) -> bool:
+    """Whether DVC built a model (its dvc.lock stage params) under another micro-batching than params' (1 where
+    the world does not set it)."""
+    return stage.get(f"worlds.{world}.micro_batches", 1) != params["worlds"][world].get("micro_batches", 1)
+
+
 def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[list[str], list[str]]:
     """-> (linked, rebuilt): the trained models the variant builds on (transitively), linked from the repository,
     and the untrained ones (steps 0), rebuilt in the job with its seed. Refuses in one line when a trained one is
@@ -132,9 +138,7 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
                                     f"(dvc repro train@{world}/{name}, or make table5)")
             stage = locked.get(f"train@{world}/{name}")
             key = f"worlds.{world}.models.{name}"
-            micro = params["worlds"][world].get("micro_batches", 1)
-            if stage and key in stage and (stage[key] != models[name]
-                                           or stage.get(f"worlds.{world}.micro_batches", 1) != micro):
+            if stage and key in stage and (stage[key] != models[name] or _other_micro_batches(stage, params, world)):
                 raise PipelineError(f"{model_dir(world, name)} is stale: params.yaml changed since DVC built it; "
                                     f"rebuild it first (dvc repro train@{world}/{name})")
             linked.append(name)
@@ -175,8 +179,7 @@ def reusable_default(params: dict, world: str, ablation: str, seed: int, root: P
         stage, key = locked.get(f"train@{world}/{name}"), f"worlds.{world}.models.{name}"
         if not stage or stage.get(key) != models[name]:
             return None  # not built by DVC, or under other params: train it here
-        micro_key = f"worlds.{world}.micro_batches"
-        if stage.get(micro_key, 1) != params["worlds"][world].get("micro_batches", 1):
+        if _other_micro_batches(stage, params, world):
             return None  # built under another micro-batching
     evaluated = locked.get(f"evaluate@{world}/{ablation}")
     if not evaluated or evaluated.get(f"worlds.{world}.evaluation") != params["worlds"][world]["evaluation"]:

@@ -20,7 +20,7 @@ from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_dir, atomic_write_json, fingerprint
 from pipeline.params import load_params
-from pipeline.stages import model_dir, model_spec, upstream_models
+from pipeline.stages import execution_settings, model_dir, model_spec, upstream_models
 
 CHECKPOINTS = Path("models/.checkpoints")  # not a DVC output; .dvcignore'd, gitignored via /models/*
 
@@ -41,8 +41,7 @@ def train(params: dict, key: str) -> dict:
     tokenizer = stage.tokenizer()
     models = params["worlds"][world]["models"]
     related = {u: models[u] for u in upstream_models(world, name, cfg, models)}
-    micro_batches = params["worlds"][world].get("micro_batches", 1)  # execution, as threads: conf/world/code.yaml
-    execution = {"micro_batches": micro_batches} if micro_batches != 1 else {}  # absent: the digests made before it
+    execution = execution_settings(params, world)
     fp = fingerprint({"key": key, "cfg": cfg, "seed": stage.seed, "related": related,
                       "precision": stage.runtime.get("precision", "fp32"), **execution}, kind.inputs(stage))
     model, counts = kind.build(stage, tokenizer)
@@ -56,7 +55,7 @@ def train(params: dict, key: str) -> dict:
         trainer, info = run_trainer(
             model, dataset, collator, cfg["train"], stage.runtime, stage.seed, run_dir, key, params.get("wandb", {}),
             {"pipeline": {"kind": kind.name, "world": world, "name": name, **cfg}, "seed": stage.seed, **counts},
-            micro_batches=micro_batches,
+            micro_batches=execution.get("micro_batches", 1),
         )
         info.update(execution)
         model = trainer.model
