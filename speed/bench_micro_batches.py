@@ -54,17 +54,17 @@ def main() -> None:
     def rows(name):
         return world_rows(args.world, data_stems(models[name]))
 
-    def base(name, arch_of):
+    def base(arch_of):  # a random model of that model's architecture
         torch.manual_seed(0)
         return build_base_model(models[arch_of]["arch"], tokenizer, world["max_positions"])
 
     calm_rows = rows("calm")
     calm_rows = calm_rows + rows("mB")[: len(calm_rows) // 3]  # anchor replay: a quarter of the mix
     shapes = {
-        "mA (2x128, code rows)": (lambda: base("mA", "vanilla"), rows("mA")),
-        "mB (2x192, mB rows)": (lambda: base("mB", "mB"), rows("mB")),
+        "mA (2x128, code rows)": (lambda: base("vanilla"), rows("mA")),
+        "mB (2x192, mB rows)": (lambda: base("mB"), rows("mB")),
         "CALM (D_C + replay)": (lambda: CALMForCausalLM.from_models(
-            base("mB", "mB"), base("mA", "vanilla"),
+            base("mB"), base("vanilla"),
             connections=[tuple(c) for c in models["calm"]["composition"]["connections"][0]],
             final_norm=bool(models["calm"]["composition"].get("final_norm"))), calm_rows),
     }
