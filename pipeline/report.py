@@ -23,6 +23,7 @@ from pipeline.errors import PipelineError
 from pipeline.evaluate import metrics_path
 from pipeline.io import atomic_write_text, require
 from pipeline.params import load_params
+from pipeline.training.data import anchor_replay_setting
 from pipeline.worlds import get_world
 
 METRIC_NAMES = {"exact_match": "exact match (%)", "chrf": "chrF1", "chrf2": "chrF2", "gsm_accuracy": "accuracy (%)",
@@ -59,14 +60,15 @@ def _model_line(name: str, cfg: dict, models: dict | None = None) -> str:
                 + (f"; its own seed {cfg['seed']}" if cfg.get("seed") is not None else ""))
     if kind == "composition":
         comp = cfg.get("composition") or {}
-        replay = float(cfg.get("anchor_replay") or 0.0)
+        replay, fresh = anchor_replay_setting(cfg)
         conns = comp.get("connections")
         return (f"{name}: composition of anchor {cfg['anchor']} with {', '.join(cfg['augmenting'])}, mode "
                 f"{comp.get('mode') or 'iterative'}, connections {conns if conns is not None else 'default (every 4th mA layer)'}"
                 + ("; mA's last layer read after its final norm" if comp.get("final_norm") else "")
                 + (f"; attention dropout {comp['attention_dropout']} while training" if comp.get("attention_dropout") else "")
                 + (f"; dropout {comp['augmenting_dropout']} on mA's states while training" if comp.get("augmenting_dropout") else "")
-                + (f"; D_C `{cfg['data']}` mixed with {100 * replay:.0f}% rows of the anchor's own training data (anchor replay)" if replay else f"; D_C `{cfg['data']}`")
+                + (f"; D_C `{cfg['data']}` mixed with {100 * replay:.0f}% rows of the anchor's own training data (anchor replay"
+                   + (", drawn fresh across the run" if fresh else "") + ")" if replay else f"; D_C `{cfg['data']}`")
                 + (f"; loss on each D_C target up to the first `{cfg['loss_until']}`" if cfg.get("loss_until") else "")
                 + (f"; its own seed {cfg['seed']}" if cfg.get("seed") is not None else ""))
     arch = cfg.get("arch") or {}

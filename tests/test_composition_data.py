@@ -1,10 +1,14 @@
 """What a composition trains on: D_C rows, their loss mask (loss_until) and anchor replay rows."""
+import json
+import math
+from collections import Counter
+
 import pytest
 
 from pipeline.errors import PipelineError
 from pipeline.params import compose_params
 from pipeline.tokenizer import build_tokenizer
-from pipeline.training.data import anchor_replay_rows, supervised_dataset
+from pipeline.training.data import anchor_replay_rows, composition_mix, supervised_dataset, training_rows
 from pipeline.worlds import kv_arithmetic as kv
 
 
@@ -51,6 +55,36 @@ def test_anchor_replay_rows_come_from_the_anchor_data_seeded_and_keyless(tmp_pat
     assert anchor_replay_rows(params, "kv_arithmetic", dict(comp, anchor_replay=0.0), 300) == []
     with pytest.raises(PipelineError, match="anchor_replay"):
         anchor_replay_rows(params, "kv_arithmetic", dict(comp, anchor_replay=1.0), 300)
+
+
+def test_fresh_anchor_replay_keeps_the_fraction_of_the_run_and_draws_distinct_rows(tmp_path, monkeypatch, tok):
+    params = compose_params(["preset=micro"])
+    monkeypatch.chdir(tmp_path)
+    kv.build(params["worlds"]["kv_arithmetic"]["data"], tmp_path / "data" / "kv_arithmetic", seed=params["seed"])
+    comp = dict(params["worlds"]["kv_arithmetic"]["models"]["calm"], train={"steps": 40, "batch_size": 16})
+    d_c = kv_rows(tmp_path / "data" / "kv_arithmetic" / "composition_train.jsonl")[:30]
+    fixed = dict(comp, anchor_replay=0.25)
+    fresh = dict(comp, anchor_replay={"fraction": 0.25, "fresh": True})
+
+    fixed_mix, n_fixed = composition_mix(params, "kv_arithmetic", fixed, d_c, tok)
+    fresh_mix, n_fresh = composition_mix(params, "kv_arithmetic", fresh, d_c, tok)
+    n = len(d_c)
+    assert n >= 10 and (len(fixed_mix), n_fixed) == (n + round(n / 3), round(n / 3))  # D_C once, a quarter replayed
+    # fresh: D_C repeated as often as the run's 40 * 16 draws reach it (0.75 * 640 / n times), a quarter replayed
+    repeats = math.ceil(0.75 * 640 / n)
+    assert n_fresh == round(repeats * n / 3) and len(fresh_mix) == repeats * n + n_fresh
+    assert abs(n_fresh / len(fresh_mix) - 0.25) < 0.01
+    rows = anchor_replay_rows(params, "kv_arithmetic", fresh, len(d_c))
+    assert rows == anchor_replay_rows(params, "kv_arithmetic", fresh, len(d_c))  # seeded
+    # without replacement while the anchor's data lasts: no row more often than the anchor's data holds it
+    pool = Counter(json.dumps(r, sort_keys=True) for r in training_rows(params, "kv_arithmetic", "mB"))
+    drawn = Counter(json.dumps(r, sort_keys=True) for r in rows)
+    assert len(rows) <= sum(pool.values()) and drawn <= pool
+    assert len(drawn) > 2 * n_fixed  # many more distinct rows than the fixed set
+    with pytest.raises(PipelineError, match="anchor_replay must be a fraction or"):
+        anchor_replay_rows(params, "kv_arithmetic", dict(comp, anchor_replay={"fresh": True}), n)
+    with pytest.raises(PipelineError, match="anchor_replay must be in"):
+        anchor_replay_rows(params, "kv_arithmetic", dict(comp, anchor_replay={"fraction": 1.5, "fresh": True}), n)
 
 
 def kv_rows(path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from pathlib import Path
 
@@ -133,17 +134,73 @@ def training_rows(params: dict, world: str, name: str) -> list[dict]:
     return rows
 
 
+def anchor_replay_setting(cfg: dict) -> tuple[float, bool]:
+    """`anchor_replay` as (fraction, fresh): a number is the fraction of the mix with a fixed set of replayed rows;
+    `{fraction: f, fresh: true}` draws the replayed rows anew across the whole run (anchor_replay_plan)."""
+    value = cfg.get("anchor_replay") or 0.0
+    if isinstance(value, dict):
+        unknown = set(value) - {"fraction", "fresh"}
+        if unknown or "fraction" not in value:
+            raise PipelineError(f"anchor_replay must be a fraction or {{fraction: f, fresh: true|false}}, got {dict(value)}")
+        frac, fresh = value["fraction"], bool(value.get("fresh", False))
+    else:
+        frac, fresh = value, False
+    try:
+        frac = float(frac)
+    except (TypeError, ValueError):
+        raise PipelineError(f"anchor_replay's fraction must be a number in [0, 1), got {frac!r}") from None
+    if not 0 <= frac < 1:
+        raise PipelineError(f"anchor_replay must be in [0, 1), got {frac}")
+    return frac, fresh
+
+
+def anchor_replay_plan(cfg: dict, n_composition_rows: int) -> tuple[int, int]:
+    """(replayed rows, D_C repeats) for a mix in which the anchor's rows are `fraction` of the rows.
+
+    Fixed (a number): D_C once and fraction/(1 - fraction) * |D_C| replayed rows, re-seen every epoch. A small D_C
+    (the paper's 5% of mA's data) is then seen for many epochs with the same few replayed rows, which the anchor
+    fits already and which teach the composition little about the anchor's inputs in general. Fresh: D_C repeated
+    as often as the run's steps * batch_size draws reach it, and as many replayed rows as then keep the fraction,
+    each a distinct anchor row while the anchor's data lasts: a run draws every replayed row about once."""
+    frac, fresh = anchor_replay_setting(cfg)
+    if frac <= 0 or n_composition_rows <= 0:
+        return 0, 1
+    repeats = 1
+    if fresh:
+        train = cfg.get("train") or {}
+        draws = int(train.get("steps") or 0) * int(train.get("batch_size") or 0)
+        repeats = max(1, math.ceil(draws * (1 - frac) / n_composition_rows))
+    return int(round(frac / (1 - frac) * n_composition_rows * repeats)), repeats
+
+
 def anchor_replay_rows(params: dict, world: str, cfg: dict, n_composition_rows: int) -> list[dict]:
     """Rows of the anchor's own training data mixed into D_C (`anchor_replay`: their fraction of the mix).
 
     They show the composition positions where mA has nothing to add (the anchor's own task), which keeps the
-    anchor's skill intact (paper Table 1: CALM keeps mB's NUM-MATH). Seeded: same seed, same rows."""
-    frac = float(cfg.get("anchor_replay") or 0.0)
-    if frac <= 0:
+    anchor's skill intact (paper Table 1: CALM keeps mB's NUM-MATH). Seeded: same seed, same rows. Fixed: drawn
+    with replacement; fresh: without, going through the anchor's rows again in a new order when they run out."""
+    k, _ = anchor_replay_plan(cfg, n_composition_rows)
+    if k == 0:
         return []
-    if frac >= 1:
-        raise PipelineError(f"anchor_replay must be in [0, 1), got {frac}")
     pool = training_rows(params, world, cfg["anchor"])
-    k = int(round(frac / (1 - frac) * n_composition_rows))
     rng = random.Random(params["seed"] + 2)
-    return [pool[rng.randrange(len(pool))] for _ in range(k)]
+    if not anchor_replay_setting(cfg)[1]:
+        return [pool[rng.randrange(len(pool))] for _ in range(k)]
+    order: list[int] = []
+    while len(order) < k:
+        order += rng.sample(range(len(pool)), len(pool))
+    return [pool[i] for i in order[:k]]
+
+
+def composition_mix(params: dict, world: str, cfg: dict, rows: list[dict], tokenizer, loss_until: str | None = None):
+    """D_C (`rows`, tokenised with loss_until) mixed with the anchor's replayed rows as anchor_replay_plan says:
+    (dataset, number of replayed rows). `cfg["anchor"]` names the anchor whose rows are replayed."""
+    from torch.utils.data import ConcatDataset  # (datasets.concatenate_datasets would dill-hash the features)
+
+    dataset = supervised_dataset(rows, tokenizer, loss_until=loss_until)
+    replay = anchor_replay_rows(params, world, cfg, len(rows))
+    if not replay:
+        return dataset, 0
+    _, repeats = anchor_replay_plan(cfg, len(rows))
+    # loss_until applies to D_C's targets only; replayed rows keep their whole target
+    return ConcatDataset([dataset] * repeats + [supervised_dataset(replay, tokenizer)]), len(replay)

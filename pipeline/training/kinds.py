@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.training.data import anchor_replay_setting
 
 KIND_FILE = "pipeline_kind"
 
@@ -315,28 +316,26 @@ class Lora(Kind):
     def _replay_cfg(self, stage: Stage) -> dict:
         """The model's conf as anchor_replay_rows reads it: the anchor whose own rows are replayed is `anchor`, else `init`."""
         cfg = dict(stage.cfg, anchor=stage.cfg.get("anchor") or stage.cfg.get("init"))
-        if float(cfg.get("anchor_replay") or 0) > 0 and not stage.is_sibling(cfg["anchor"]):
+        if anchor_replay_setting(cfg)[0] > 0 and not stage.is_sibling(cfg["anchor"]):
             raise PipelineError(f"model {stage.world}/{stage.name}: anchor_replay needs the anchor's training rows, "
                                 f"but {cfg['anchor']!r} is not a model of world {stage.world}")
         return cfg
 
     def dataset(self, stage, tokenizer):
-        from pipeline.training.data import Collator, anchor_replay_rows, supervised_dataset, training_rows
+        from pipeline.training.data import Collator, composition_mix, training_rows
 
         rows = training_rows(stage.params, stage.world, stage.name)
-        replay = anchor_replay_rows(stage.params, stage.world, self._replay_cfg(stage), len(rows))
-        dataset = supervised_dataset(rows, tokenizer, loss_until=stage.cfg.get("loss_until"))
-        if replay:  # as a composition's mix (Composition.dataset): loss_until on `data` rows only
-            from torch.utils.data import ConcatDataset
-
-            dataset = ConcatDataset([dataset, supervised_dataset(replay, tokenizer)])
-            print(f"{stage.world}/{stage.name}: {len(rows)} training rows + {len(replay)} anchor replay rows", file=sys.stderr)
-        return dataset, Collator(tokenizer.pad_token_id), {"n_training_rows": len(rows), "n_anchor_replay_rows": len(replay)}
+        # as a composition's mix (Composition.dataset): loss_until on `data` rows only
+        dataset, n_replay = composition_mix(stage.params, stage.world, self._replay_cfg(stage), rows, tokenizer,
+                                            loss_until=stage.cfg.get("loss_until"))
+        if n_replay:
+            print(f"{stage.world}/{stage.name}: {len(rows)} training rows + {n_replay} anchor replay rows", file=sys.stderr)
+        return dataset, Collator(tokenizer.pad_token_id), {"n_training_rows": len(rows), "n_anchor_replay_rows": n_replay}
 
     def inputs(self, stage):
         files = super().inputs(stage)
         cfg = self._replay_cfg(stage)
-        if float(cfg.get("anchor_replay") or 0) > 0:  # the anchor's own training rows
+        if anchor_replay_setting(cfg)[0] > 0:  # the anchor's own training rows
             from pipeline.training.data import data_stems
 
             anchor = stage.params["worlds"][stage.world]["models"][cfg["anchor"]]
@@ -383,25 +382,20 @@ class Composition(Kind):
         return model, {"n_composition_parameters": model.num_composition_parameters()}
 
     def dataset(self, stage, tokenizer):
-        from pipeline.training.data import (Collator, anchor_replay_rows, data_stems, supervised_dataset,
-                                            world_rows)
+        from pipeline.training.data import Collator, composition_mix, data_stems, world_rows
 
         rows = world_rows(stage.world, data_stems(stage.cfg))
-        replay = anchor_replay_rows(stage.params, stage.world, stage.cfg, len(rows))
-        dataset = supervised_dataset(rows, tokenizer, loss_until=stage.cfg.get("loss_until"))
-        if replay:  # loss_until applies to D_C's targets only; replayed rows keep their whole target
-            from torch.utils.data import ConcatDataset  # (datasets.concatenate_datasets would dill-hash the features)
-
-            dataset = ConcatDataset([dataset, supervised_dataset(replay, tokenizer)])
+        dataset, n_replay = composition_mix(stage.params, stage.world, stage.cfg, rows, tokenizer,
+                                            loss_until=stage.cfg.get("loss_until"))
         mode = (stage.cfg.get("composition") or {}).get("mode") or "iterative"
         print(f"{stage.world}/{stage.name}: {len(rows)} training rows"
-              + (f" + {len(replay)} anchor replay rows" if replay else ""), file=sys.stderr)
+              + (f" + {n_replay} anchor replay rows" if n_replay else ""), file=sys.stderr)
         return (dataset, Collator(tokenizer.pad_token_id, augmenting_prompt=mode == "encoder"),
-                {"n_training_rows": len(rows), "n_anchor_replay_rows": len(replay)})
+                {"n_training_rows": len(rows), "n_anchor_replay_rows": n_replay})
 
     def inputs(self, stage):
         files = super().inputs(stage)
-        if float(stage.cfg.get("anchor_replay") or 0) > 0:  # the anchor's own training rows
+        if anchor_replay_setting(stage.cfg)[0] > 0:  # the anchor's own training rows
             from pipeline.training.data import data_stems
 
             anchor = stage.params["worlds"][stage.world]["models"][stage.cfg["anchor"]]
