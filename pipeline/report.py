@@ -104,6 +104,23 @@ def table_conf(table: str, params: dict) -> dict:
     return reports[table]
 
 
+def _grading_lines(sets: dict, rows: list[dict]) -> list[str]:
+    """How the sets these rows read are graded, where it is not the metric's plain reading."""
+    used = {r["set"] for r in rows}
+    sets = {s: c for s, c in sets.items() if s in used and c}
+    lines = []
+    cuts = {s: c["cut_at"] for s, c in sets.items() if c.get("cut_at")}
+    if cuts:
+        lines.append("grading: " + ", ".join(f"{s} up to the first `{c}`" for s, c in cuts.items())
+                     + "; all else as the metric says, on the whole output")
+    calculated = [s for s, c in sets.items() if c.get("calculator")]
+    if calculated:
+        lines.append(f"grading: {', '.join(calculated)} with a calculator (GSM8K's `<<a op b=c>>` annotations): an answer "
+                     "that opens with a calculation `a op b =` is graded on its value, not on the number written after it;"
+                     " the model is graded on reading the problem (operands and operation), not on doing the sum")
+    return lines
+
+
 def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
     tcfg = table_conf(table, params)
     if tcfg.get("reference"):
@@ -146,15 +163,8 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
             summary = json.loads(require(Path("data") / world / "summary.json", "upstream output").read_text())
             for line in module.report_lines(wcfg["data"], summary):
                 md.write(f"- {line}\n")
-        cuts = {s: c["cut_at"] for s, c in sets.items() if c and c.get("cut_at")}
-        if cuts:
-            md.write("- grading: " + ", ".join(f"{s} up to the first `{c}`" for s, c in cuts.items())
-                     + "; all else as the metric says, on the whole output\n")
-        calculated = [s for s, c in sets.items() if c and c.get("calculator")]
-        if calculated:
-            md.write(f"- grading: {', '.join(calculated)} with a calculator (GSM8K's `<<a op b=c>>` annotations): an answer "
-                     "that opens with a calculation `a op b =` is graded on its value, not on the number written after it;"
-                     " the model is graded on reading the problem (operands and operation), not on doing the sum\n")
+        for line in _grading_lines(sets, rows):
+            md.write(f"- {line}\n")
         md.write("- models: " + "; ".join(_model_line(n, models[n]) for n in _models_behind(world, cols.values(), models)) + "\n")
         first = list(cols)[0]
         sizes = {c["set"]: c["n"] for c in cells if c["world"] == world and c["model"] == first and c["n"] is not None}
@@ -412,6 +422,8 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
             summary = json.loads(require(Path("data") / world / "summary.json", "upstream output").read_text())
             for line in module.report_lines(wcfg["data"], summary):
                 body.write(f"- {line}\n")
+        for line in _grading_lines(sets, block["rows"] + block.get("extra_rows", [])):
+            body.write(f"- {line}\n")
         body.write("- models: " + "; ".join(_model_line(n, models[n], models) for n in _models_behind(world, cols.values(), models)) + "\n")
         for note in notes:
             body.write(f"- {note}\n")
