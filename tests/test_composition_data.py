@@ -66,12 +66,13 @@ def test_fresh_anchor_replay_keeps_the_fraction_of_the_run_and_draws_distinct_ro
     fixed = dict(comp, anchor_replay=0.25)
     fresh = dict(comp, anchor_replay={"fraction": 0.25, "fresh": True})
 
-    fixed_mix, n_fixed = composition_mix(params, "kv_arithmetic", fixed, d_c, tok)
-    fresh_mix, n_fresh = composition_mix(params, "kv_arithmetic", fresh, d_c, tok)
+    fixed_mix, n_fixed, fixed_repeats = composition_mix(params, "kv_arithmetic", fixed, d_c, tok)
+    fresh_mix, n_fresh, fresh_repeats = composition_mix(params, "kv_arithmetic", fresh, d_c, tok)
     n = len(d_c)
     assert n >= 10 and (len(fixed_mix), n_fixed) == (n + round(n / 3), round(n / 3))  # D_C once, a quarter replayed
     # fresh: D_C repeated as often as the run's 40 * 16 draws reach it (0.75 * 640 / n times), a quarter replayed
     repeats = math.ceil(0.75 * 640 / n)
+    assert (fixed_repeats, fresh_repeats) == (1, repeats)
     assert n_fresh == round(repeats * n / 3) and len(fresh_mix) == repeats * n + n_fresh
     assert abs(n_fresh / len(fresh_mix) - 0.25) < 0.01
     rows = anchor_replay_rows(params, "kv_arithmetic", fresh, len(d_c))
@@ -88,6 +89,4 @@ def test_fresh_anchor_replay_keeps_the_fraction_of_the_run_and_draws_distinct_ro
 
 
 def kv_rows(path):
-    import json
-
     return [json.loads(l) for l in open(path)]

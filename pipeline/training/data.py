@@ -194,13 +194,13 @@ def anchor_replay_rows(params: dict, world: str, cfg: dict, n_composition_rows: 
 
 def composition_mix(params: dict, world: str, cfg: dict, rows: list[dict], tokenizer, loss_until: str | None = None):
     """D_C (`rows`, tokenised with loss_until) mixed with the anchor's replayed rows as anchor_replay_plan says:
-    (dataset, number of replayed rows). `cfg["anchor"]` names the anchor whose rows are replayed."""
+    (dataset, number of replayed rows, D_C repeats). `cfg["anchor"]` names the anchor whose rows are replayed."""
     from torch.utils.data import ConcatDataset  # (datasets.concatenate_datasets would dill-hash the features)
 
     dataset = supervised_dataset(rows, tokenizer, loss_until=loss_until)
     replay = anchor_replay_rows(params, world, cfg, len(rows))
     if not replay:
-        return dataset, 0
+        return dataset, 0, 1
     _, repeats = anchor_replay_plan(cfg, len(rows))
     # loss_until applies to D_C's targets only; replayed rows keep their whole target
-    return ConcatDataset([dataset] * repeats + [supervised_dataset(replay, tokenizer)]), len(replay)
+    return ConcatDataset([dataset] * repeats + [supervised_dataset(replay, tokenizer)]), len(replay), repeats

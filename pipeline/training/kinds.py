@@ -326,10 +326,11 @@ class Lora(Kind):
 
         rows = training_rows(stage.params, stage.world, stage.name)
         # as a composition's mix (Composition.dataset): loss_until on `data` rows only
-        dataset, n_replay = composition_mix(stage.params, stage.world, self._replay_cfg(stage), rows, tokenizer,
-                                            loss_until=stage.cfg.get("loss_until"))
+        dataset, n_replay, repeats = composition_mix(stage.params, stage.world, self._replay_cfg(stage), rows, tokenizer,
+                                                     loss_until=stage.cfg.get("loss_until"))
         if n_replay:
-            print(f"{stage.world}/{stage.name}: {len(rows)} training rows + {n_replay} anchor replay rows", file=sys.stderr)
+            print(f"{stage.world}/{stage.name}: {len(rows)} training rows" + (f" x {repeats}" if repeats > 1 else "")
+                  + f" + {n_replay} anchor replay rows", file=sys.stderr)
         return dataset, Collator(tokenizer.pad_token_id), {"n_training_rows": len(rows), "n_anchor_replay_rows": n_replay}
 
     def inputs(self, stage):
@@ -385,10 +386,10 @@ class Composition(Kind):
         from pipeline.training.data import Collator, composition_mix, data_stems, world_rows
 
         rows = world_rows(stage.world, data_stems(stage.cfg))
-        dataset, n_replay = composition_mix(stage.params, stage.world, stage.cfg, rows, tokenizer,
-                                            loss_until=stage.cfg.get("loss_until"))
+        dataset, n_replay, repeats = composition_mix(stage.params, stage.world, stage.cfg, rows, tokenizer,
+                                                     loss_until=stage.cfg.get("loss_until"))
         mode = (stage.cfg.get("composition") or {}).get("mode") or "iterative"
-        print(f"{stage.world}/{stage.name}: {len(rows)} training rows"
+        print(f"{stage.world}/{stage.name}: {len(rows)} training rows" + (f" x {repeats}" if repeats > 1 else "")
               + (f" + {n_replay} anchor replay rows" if n_replay else ""), file=sys.stderr)
         return (dataset, Collator(tokenizer.pad_token_id, augmenting_prompt=mode == "encoder"),
                 {"n_training_rows": len(rows), "n_anchor_replay_rows": n_replay})
