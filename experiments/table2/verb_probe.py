@@ -8,11 +8,13 @@ test rows) this takes the question's 4-word segment that holds that verb, render
 each model to translate it (the world's translation prompt, greedy, through the evaluation stage's functions) and
 counts the completions that contain the verb. One line per model: the share over near and over far languages, and
 how often the verbs occur on the English side of mA's bitext and of D_C (per LRL) -- what mA could have learnt
-them from. docs/table2-calibration-log.md (section 14) records its figures.
+them from. Where the evaluation stage scored the model (WORKDIR/reports/languages/metrics/<model>.json), a second
+line gives its LRL math accuracy on the test set (as graded there) averaged by kind and script of language. docs/table2-calibration-log.md (section 14) records its figures.
 """
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import sys
@@ -73,6 +75,13 @@ def main(argv: list[str]) -> None:
             hits[row["kind"]][1] += 1
         print(f"{path}: verb translated in " + ", ".join(f"{k} {100 * a / b:.0f}% of {b}" for k, (a, b) in
                                                          sorted(hits.items())), flush=True)
+        metrics = Path("reports/languages/metrics") / f"{Path(path).name}.json"
+        if metrics.is_file():
+            by_kind = collections.defaultdict(list)
+            for code, score in json.loads(metrics.read_text())["metrics"]["math_lrl_test"]["by_group"].items():
+                by_kind[f"{langs[code].kind} {langs[code].script}"].append(score)
+            print(f"{path}: math_lrl_test accuracy by kind " + ", ".join(
+                f"{k} {sum(v) / len(v):.1f} ({len(v)} LRLs)" for k, v in sorted(by_kind.items())), flush=True)
 
 
 if __name__ == "__main__":
