@@ -9,11 +9,13 @@ each model to translate it (the world's translation prompt, greedy, through the 
 counts the completions that contain the verb. One line per model: the share over near and over far languages, and
 how often the verbs occur on the English side of mA's bitext and of D_C (per LRL) -- what mA could have learnt
 them from. Where the evaluation stage scored the model (WORKDIR/reports/languages/metrics/<model>.json), a second
-line gives its LRL math accuracy on the test set (as graded there) averaged by kind and script of language. docs/table2-calibration-log.md (section 14) records its figures.
+line gives its LRL math accuracy on the test set (as graded there) averaged by kind and script of language.
+docs/table2-calibration-log.md (section 14) records its figures.
 """
 from __future__ import annotations
 
 import collections
+import difflib
 import json
 import os
 import re
@@ -23,7 +25,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-VERBS = ["puts in", "takes out", "bought", "sold", "found", "lost", "gets", "sells", "won", "gave away"]
+
+def operation_verbs() -> list[str]:
+    """The words that tell each "+" template from its "-" twin ("bought" / "sold", "puts in" / "takes out")."""
+    from pipeline.worlds.languages import TEMPLATES
+
+    verbs = []
+    for plus, minus in zip(TEMPLATES["+"], TEMPLATES["-"]):
+        a, b = plus.split(), minus.split()
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b).get_opcodes():
+            if tag != "equal":
+                verbs += [" ".join(a[i1:i2]), " ".join(b[j1:j2])]
+    return verbs
+
+
+VERBS = operation_verbs()
 
 
 def _verb(text: str) -> str | None:
