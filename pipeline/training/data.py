@@ -204,3 +204,9 @@ def composition_mix(params: dict, world: str, cfg: dict, rows: list[dict], token
     _, repeats = anchor_replay_plan(cfg, len(rows))
     # loss_until applies to D_C's targets only; replayed rows keep their whole target
     return ConcatDataset([dataset] * repeats + [supervised_dataset(replay, tokenizer)]), len(replay), repeats
+
+
+def mix_description(n_rows: int, repeats: int, n_replay: int) -> str:
+    """A composition mix for the training log: "1300 training rows x 15 + 7000 anchor replay rows"."""
+    return (f"{n_rows} training rows" + (f" x {repeats}" if repeats > 1 else "")
+            + (f" + {n_replay} anchor replay rows" if n_replay else ""))

@@ -322,15 +322,14 @@ class Lora(Kind):
         return cfg
 
     def dataset(self, stage, tokenizer):
-        from pipeline.training.data import Collator, composition_mix, training_rows
+        from pipeline.training.data import Collator, composition_mix, mix_description, training_rows
 
         rows = training_rows(stage.params, stage.world, stage.name)
         # as a composition's mix (Composition.dataset): loss_until on `data` rows only
         dataset, n_replay, repeats = composition_mix(stage.params, stage.world, self._replay_cfg(stage), rows, tokenizer,
                                                      loss_until=stage.cfg.get("loss_until"))
         if n_replay:
-            print(f"{stage.world}/{stage.name}: {len(rows)} training rows" + (f" x {repeats}" if repeats > 1 else "")
-                  + f" + {n_replay} anchor replay rows", file=sys.stderr)
+            print(f"{stage.world}/{stage.name}: {mix_description(len(rows), repeats, n_replay)}", file=sys.stderr)
         return dataset, Collator(tokenizer.pad_token_id), {"n_training_rows": len(rows), "n_anchor_replay_rows": n_replay}
 
     def inputs(self, stage):
@@ -383,14 +382,13 @@ class Composition(Kind):
         return model, {"n_composition_parameters": model.num_composition_parameters()}
 
     def dataset(self, stage, tokenizer):
-        from pipeline.training.data import Collator, composition_mix, data_stems, world_rows
+        from pipeline.training.data import Collator, composition_mix, data_stems, mix_description, world_rows
 
         rows = world_rows(stage.world, data_stems(stage.cfg))
         dataset, n_replay, repeats = composition_mix(stage.params, stage.world, stage.cfg, rows, tokenizer,
                                                      loss_until=stage.cfg.get("loss_until"))
         mode = (stage.cfg.get("composition") or {}).get("mode") or "iterative"
-        print(f"{stage.world}/{stage.name}: {len(rows)} training rows" + (f" x {repeats}" if repeats > 1 else "")
-              + (f" + {n_replay} anchor replay rows" if n_replay else ""), file=sys.stderr)
+        print(f"{stage.world}/{stage.name}: {mix_description(len(rows), repeats, n_replay)}", file=sys.stderr)
         return (dataset, Collator(tokenizer.pad_token_id, augmenting_prompt=mode == "encoder"),
                 {"n_training_rows": len(rows), "n_anchor_replay_rows": n_replay})
 
