@@ -9,3 +9,9 @@ import os
 # shared one. It must be set before torch loads libgomp, which is why it lives here, the first module every stage
 # imports; a value the user exported wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# The CPU float path (ATen, MKL and oneDNN kernels) is pinned here for the same reason: the libraries read it when
+# torch loads them. Without it the same recipe gives other figures on another CPU (pipeline/float_path.py).
+from pipeline.float_path import pin as _pin_float_path  # noqa: E402
+
+_pin_float_path()

@@ -16,6 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from pipeline import float_path
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_dir, atomic_write_json, fingerprint
@@ -43,7 +44,9 @@ def train(params: dict, key: str) -> dict:
     related = {u: models[u] for u in upstream_models(world, name, cfg, models)}
     execution = execution_settings(params, world)
     fp = fingerprint({"key": key, "cfg": cfg, "seed": stage.seed, "related": related,
-                      "precision": stage.runtime.get("precision", "fp32"), **execution}, kind.inputs(stage))
+                      "precision": stage.runtime.get("precision", "fp32"), **execution,
+                      # a checkpoint made on another float path is never resumed (its steps summed in another order)
+                      "float_path": float_path.pin()}, kind.inputs(stage))
     model, counts = kind.build(stage, tokenizer)
     print(f"{key}: kind {kind.name}, " + ", ".join(f"{k}={v}" for k, v in counts.items()), file=sys.stderr)
     run_dir = CHECKPOINTS / f"{world}-{name}-{fp}"
@@ -63,7 +66,8 @@ def train(params: dict, key: str) -> dict:
         kind.save(model, tmp)
         save_tokenizer(tokenizer, tmp)  # a restricted vocabulary's map too: which original ids the model's rows are
         (tmp / KIND_FILE).write_text(f"{kind.name}\n")
-        atomic_write_json(tmp / "train_info.json", {"kind": kind.name, "seed": stage.seed, **counts, **info})
+        atomic_write_json(tmp / "train_info.json",
+                          {"kind": kind.name, "seed": stage.seed, **counts, **info, **float_path.describe()})
     shutil.rmtree(run_dir, ignore_errors=True)
     return info
 

@@ -19,6 +19,7 @@ import argparse
 import statistics
 import time
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 

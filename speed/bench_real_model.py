@@ -20,6 +20,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch  # noqa: E402
 
 from pipeline.benchmarks.config import load_benchmark_config  # noqa: E402

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch  # noqa: E402
 
 from pipeline.evaluate import evaluate_sets  # noqa: E402

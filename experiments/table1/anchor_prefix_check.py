@@ -19,6 +19,7 @@ the first bottleneck" and "An anchor with sinusoidal absolute positions (XGLM) d
 """
 import argparse
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch
 from transformers import AutoModelForCausalLM
 

@@ -23,6 +23,7 @@ arithmetic") and of X3 ("An anchor with sinusoidal absolute positions (XGLM) doe
 import argparse
 import os
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch
 from transformers import AutoModelForCausalLM
 

@@ -57,6 +57,7 @@ import sys
 import time
 import types
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch
 import torch.nn.functional as F
 from torch import nn

@@ -19,6 +19,7 @@ docs/table1-calibration-log.md, third session: "Head knock-out on the pipeline's
 """
 import argparse
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch
 
 from _shared import (cross_attention_call_order, model_path, rows, world_tokenizer,  # puts the repo on sys.path

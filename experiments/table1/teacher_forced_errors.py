@@ -22,6 +22,7 @@ import argparse
 import collections
 import os
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch
 from transformers import AutoModelForCausalLM
 

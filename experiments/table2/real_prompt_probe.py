@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import torch  # noqa: E402
 
 from pipeline.benchmarks.extraction import extract_number  # noqa: E402

@@ -2,6 +2,7 @@
 
     cd <calibration workdir with data/code and models/code/tokenizer> && python <repo>/experiments/table4/speed.py
 """
+import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before torch loads)
 import time, json, torch, sys
 torch.set_num_threads(1)
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[2]))
