@@ -86,7 +86,9 @@ def evaluate(params: dict, key: str) -> dict:
         run.log({f"{s}/{m['metric']}": m["score"] for s, m in metrics.items()})
         run.finish()
     atomic_write_jsonl(predictions_path(world, name), records)
-    atomic_write_json(metrics_path(world, name), {"model": name, "world": world, "preset": params["preset"], "metrics": metrics})
+    # scores only: the metrics file is what `dvc metrics diff` compares and git publishes, and timings differ per run
+    scores = {s: {k: v for k, v in m.items() if k != "seconds"} for s, m in metrics.items()}
+    atomic_write_json(metrics_path(world, name), {"model": name, "world": world, "preset": params["preset"], "metrics": scores})
     return metrics
 
 

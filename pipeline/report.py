@@ -187,6 +187,48 @@ def sweeps_dir(world: str) -> Path:
     return Path("reports") / world / SWEEPS
 
 
+# a model's files that say how its run went (timings, the loss log), not what it is: left out of its digest
+RUN_LOG_FILES = frozenset({"train_info.json"})
+
+
+def trained_upstream(params: dict, world: str, name: str) -> list[str]:
+    """The trained models `name` builds on, transitively (untrained ones, `train.steps: 0`, are rebuilt by each
+    sweep job with its own seed, so they are not part of what the job shares with the build)."""
+    from pipeline.stages import upstream_models
+
+    models = params["worlds"][world]["models"]
+    found, todo = [], list(upstream_models(world, name, models[name], models))
+    while todo:
+        n = todo.pop(0)
+        if n in found:
+            continue
+        if int((models[n].get("train") or {}).get("steps", 1)) != 0:
+            found.append(n)
+        todo += upstream_models(world, n, models[n], models)
+    return found
+
+
+def build_digests(params: dict, world: str, name: str, root: Path = Path(".")) -> dict[str, str] | None:
+    """What a run of `name` was trained on, by content: the world's data, its tokenizer and every trained model it
+    builds on -> {path: sha256 prefix}, or None when one of them is not built. Two runs count in one table only
+    when these agree: the same conf on another float path or another machine gives other bases."""
+    import hashlib
+
+    from pipeline.stages import model_dir, tokenizer_dir
+
+    digests = {}
+    for path in (Path("data") / world, tokenizer_dir(world), *(model_dir(world, n) for n in trained_upstream(params, world, name))):
+        where = root / path
+        if not where.is_dir():
+            return None
+        h = hashlib.sha256()
+        for f in sorted(p for p in where.rglob("*") if p.is_file() and p.name not in RUN_LOG_FILES):
+            h.update(str(f.relative_to(where)).encode() + b"\0")
+            h.update(f.read_bytes())
+        digests[str(path)] = h.hexdigest()[:16]
+    return digests
+
+
 def run_digest(params: dict, world: str, name: str) -> str:
     """What a run's figures depend on besides its seed: the model's conf, the confs of the models it builds on,
     the world's data, evaluation and positions, the global seed (data, anchor replay). A sweep run counts in a
@@ -217,7 +259,8 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
         runs.append({"seed": info.get("seed"), "metrics": json.loads(metrics_file.read_text())["metrics"],
                      "train_info": info, "source": "default"})
         seen.add(info.get("seed"))
-    digest, stale, duplicate = run_digest(params, world, name), 0, 0
+    digest, stale, duplicate, other_bases = run_digest(params, world, name), 0, 0, 0
+    bases = build_digests(params, world, name)
     root = sweeps_dir(world)
     for run_file in sorted(root.glob(f"*/{name}-seed*/{RUN_FILE}")) if root.is_dir() else []:
         run = json.loads(run_file.read_text())
@@ -225,6 +268,8 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
             continue
         if run.get("digest") != digest:
             stale += 1
+        elif run.get("bases") != bases:
+            other_bases += 1  # trained on other data or bases (another build, float path or machine), or not recorded
         elif run["seed"] in seen:
             duplicate += 0 if run.get("reused_default_cell") else 1  # a reused default cell is that very run
         else:
@@ -233,6 +278,9 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
                          "source": f"sweep {run_file.parent.parent.name}"})
     if stale:
         notes.append(f"{name}: {stale} sweep run(s) made under another conf left out")
+    if other_bases:
+        notes.append(f"{name}: {other_bases} sweep run(s) trained on other data or base models than this build's "
+                     f"(or that do not record them) left out")
     if duplicate:
         notes.append(f"{name}: {duplicate} sweep run(s) with a seed already counted left out")
     return runs, notes

@@ -29,6 +29,7 @@ RELATED_SLOTS = 3
 REPORT_WORLD_SLOTS = 4
 REPORT_METRIC_SLOTS = 24  # models a table reads, over all its worlds
 FIGURE_METRIC_SLOTS = 4   # models a figure reads: its reference and up to 3 series
+CODE_SLOTS = 64           # source files a stage runs (pipeline/code_deps.py: its import graph)
 RESOLVER = "calm_dag"
 
 
@@ -75,6 +76,10 @@ def _module_file(module: str) -> str:
         return str(origin)
 
 
+def sweeps_root(world: str) -> Path:
+    return Path("reports") / world / "sweeps"
+
+
 def metrics_path(world: str, name: str) -> Path:
     return Path("reports") / world / "metrics" / f"{name}.json"
 
@@ -105,6 +110,14 @@ def execution_settings(params: dict, world: str) -> dict:
     return {"micro_batches": k} if k != 1 else {}
 
 
+def _code(what: str, entry: str, *world_modules: str) -> list[str]:
+    """A stage's source files (its entry module's import graph and its worlds' modules), padded for dvc.yaml."""
+    from pipeline.code_deps import stage_code
+
+    files = stage_code(entry, *world_modules)
+    return _pad(files, CODE_SLOTS, f"{what} source files", files[0])
+
+
 def derive(params: dict) -> dict:
     """dvc_stages from the declared worlds and reports; raises PipelineError on an inconsistent declaration."""
     from pipeline.training.kinds import KINDS
@@ -114,7 +127,10 @@ def derive(params: dict) -> dict:
     for world, wcfg in worlds.items():
         if not isinstance(wcfg, dict) or "module" not in wcfg:
             raise PipelineError(f"worlds.{world} has no `module`: is conf/world/{world}.yaml selected (world=[...])?")
-        data[world] = {"module_file": _module_file(wcfg["module"])}
+        module = wcfg["module"]
+        data[world] = {"module_file": _module_file(module),
+                       "code": _code(f"build_data@{world}", "pipeline.build_data", module),
+                       "tokenizer_code": _code(f"build_tokenizer@{world}", "pipeline.tokenizer", module)}
         models = wcfg.get("models") or {}
         for name, mcfg in models.items():
             kind = mcfg.get("kind")
@@ -129,10 +145,12 @@ def derive(params: dict) -> dict:
                 # the world's micro-batching (float summation order only, but a model is retrained when it
                 # changes); a world without it repeats `seed`, which the stage depends on anyway
                 "execution": f"worlds.{world}.micro_batches" if "micro_batches" in wcfg else "seed",
+                "code": _code(f"train@{world}/{name}", "pipeline.train", module),
             }
         evaluate_names[world] = evaluated_models(params, world)
         for name in evaluate_names[world]:
-            evaluate[f"{world}/{name}"] = {"world": world, "name": name}
+            evaluate[f"{world}/{name}"] = {"world": world, "name": name,
+                                           "code": _code(f"evaluate@{world}/{name}", "pipeline.evaluate", module)}
     for table, tcfg in (params.get("reports") or {}).items():
         blocks = tcfg.get("blocks") or {}
         for world, block in blocks.items():
@@ -145,7 +163,14 @@ def derive(params: dict) -> dict:
             names = list(blocks)
             metrics = [str(metrics_path(world, m)) for world, block in blocks.items() for m in report_models(block)]
             report[table] = {"worlds": _pad(names, REPORT_WORLD_SLOTS, f"reports.{table} worlds", names[0]),
-                             "metrics": _pad(metrics, REPORT_METRIC_SLOTS, f"reports.{table} models", metrics[0])}
+                             "metrics": _pad(metrics, REPORT_METRIC_SLOTS, f"reports.{table} models", metrics[0]),
+                             # train_info.json beside each model's weights (the report reads its loss and counts)
+                             "models": _pad([str(model_dir(w, m)) for w, block in blocks.items() for m in report_models(block)],
+                                            REPORT_METRIC_SLOTS, f"reports.{table} models", str(model_dir(names[0], report_models(blocks[names[0]])[0]))),
+                             # the sweep records a table averages over (pipeline/sweep.py), where a world has any
+                             "sweeps": _pad([str(sweeps_root(w)) for w in names if sweeps_root(w).is_dir()] or [metrics[0]],
+                                            REPORT_WORLD_SLOTS, f"reports.{table} worlds", metrics[0]),
+                             "code": _code(f"report@{table}", "pipeline.report", *(worlds[w]["module"] for w in names))}
     figure = {}
     for name, fcfg in (params.get("figures") or {}).items():
         world = fcfg.get("world")
@@ -158,7 +183,8 @@ def derive(params: dict) -> dict:
             if m not in evaluate_names.get(world, ()):
                 raise PipelineError(f"figures.{name} reads {world}/{m}, which no report evaluates (add it to a table, or say evaluate: true)")
         metrics = [str(metrics_path(world, m)) for m in dict.fromkeys(names)]
-        figure[name] = {"metrics": _pad(metrics, FIGURE_METRIC_SLOTS, f"figures.{name} models", metrics[0])}
+        figure[name] = {"metrics": _pad(metrics, FIGURE_METRIC_SLOTS, f"figures.{name} models", metrics[0]),
+                        "code": _code(f"figure@{name}", "pipeline.figure", worlds[world]["module"])}
     return {"data": data, "train": train, "evaluate": evaluate, "report": report, "figure": figure}
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError, UserError
 
 APP = "calm_sweep"
+PUBLISHED_PRESET = "cpu"  # conf/config.yaml's default: the preset whose records and tables are committed
 
 
 @dataclass
@@ -44,6 +45,7 @@ class SweepConfig:
     table: str = "table5"
     sweep: str = "${table}"         # the sweep's name: reports/<world>/sweeps/<sweep>/
     report: bool = True             # rewrite reports/<table>.md/.csv when the sweep ends
+    overwrite: bool = False         # replace a record made under another conf or on other bases (else: refused)
 
 
 HYDRA_SETTINGS = {
@@ -219,27 +221,33 @@ def _log_wandb(params: dict, run: dict, root: Path) -> None:
         w.summary.update({"train/seconds": run["train_info"].get("seconds_this_run"), "wall_seconds": run["wall_seconds"]})
 
 
-def run_job(params: dict, world: str, table: str, ablation: str, seed: int, sweep: str, root: Path, job_dir: Path) -> dict:
+def run_job(params: dict, world: str, table: str, ablation: str, seed: int, sweep: str, root: Path, job_dir: Path,
+            overwrite: bool = False) -> dict:
     """One variant with one seed in job_dir (the current directory): link, rebuild, train, evaluate, record."""
     import copy
 
     from pipeline.evaluate import evaluate
     from pipeline.io import atomic_write_json
-    from pipeline.report import RUN_FILE, run_digest
+    from pipeline.report import RUN_FILE, build_digests, run_digest
     from pipeline.stages import model_dir, tokenizer_dir
     from pipeline.train import train
 
     t0 = time.time()
     preflight(params, world, table, ablation, root)
     linked, rebuilt = upstream_plan(params, world, ablation, root)
-    digest = run_digest(params, world, ablation)
+    digest, bases = run_digest(params, world, ablation), build_digests(params, world, ablation, root)
     record = job_dir / RUN_FILE
     if record.exists():
         done = json.loads(record.read_text())
-        if done.get("digest") == digest and done.get("seed") == seed:
+        if done.get("digest") == digest and done.get("seed") == seed and done.get("bases") == bases:
             print(f"{ablation}-seed{seed}: done already ({record})", file=sys.stderr)
             return done
-        record.unlink()  # a run under another conf: redone
+        if not overwrite:
+            why = "another conf" if done.get("digest") != digest else "other data or base models"
+            raise PipelineError(f"{record} holds a run made under {why}: kept; replace it with overwrite=true, "
+                                f"or keep both with sweep=<another name>")
+        print(f"{ablation}-seed{seed}: replacing {record} (overwrite=true)", file=sys.stderr)
+        record.unlink()
     params = copy.deepcopy(params)
     models = params["worlds"][world]["models"]
     reused = reusable_default(params, world, ablation, seed, root)
@@ -261,7 +269,7 @@ def run_job(params: dict, world: str, table: str, ablation: str, seed: int, swee
             metrics = evaluate(params, f"{world}/{ablation}")
         info = json.loads((model_dir(world, ablation) / "train_info.json").read_text())
     run = {"world": world, "table": table, "sweep": sweep, "model": ablation, "seed": seed, "digest": digest,
-           "preset": params["preset"], "conf": dict(models[ablation], seed=seed), "rebuilt_with_seed": rebuilt,
+           "bases": bases, "preset": params["preset"], "conf": dict(models[ablation], seed=seed), "rebuilt_with_seed": rebuilt,
            "linked": linked, "reused_default_cell": bool(reused), "metrics": metrics, "train_info": info,
            "wall_seconds": round(time.time() - t0, 1)}
     _log_wandb(params, run, root)
@@ -341,6 +349,13 @@ class SweepCallback(Callback):
         self._report(config)
 
 
+def _preset(root: Path) -> str | None:
+    try:
+        return _load(root).get("preset")
+    except UserError:
+        return None  # reported in one line by the job itself
+
+
 def _hydra_ready() -> bool:
     from hydra.core.hydra_config import HydraConfig
 
@@ -355,7 +370,7 @@ def _task(cfg) -> None:
         if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool):
             raise PipelineError(f"seed must be an integer, not {cfg.seed!r}")
         params = _load(root)
-        run_job(params, cfg.world, cfg.table, cfg.ablation, cfg.seed, cfg.sweep, root, Path.cwd())
+        run_job(params, cfg.world, cfg.table, cfg.ablation, cfg.seed, cfg.sweep, root, Path.cwd(), cfg.overwrite)
     except UserError as e:
         _fail(e)
 
@@ -369,6 +384,10 @@ def main() -> None:
     # where Hydra puts each job (HYDRA_SETTINGS)
     os.environ.setdefault("WANDB_DIR", os.getcwd())  # runs in the repository's wandb/, as the stages' (not per job dir)
     node = OmegaConf.to_container(OmegaConf.structured(SweepConfig))
+    preset = _preset(Path.cwd())
+    if preset not in (None, PUBLISHED_PRESET):
+        # another preset's runs never land beside (or over) the published ones, nor rewrite the published tables
+        node.update(sweep=f"${{table}}-{preset}", report=False)
     ConfigStore.instance().store(name=APP, node={**node, "hydra": HYDRA_SETTINGS})
     hydra.main(version_base=None, config_path=None, config_name=APP)(_task)()
 

@@ -4,7 +4,7 @@ train anything."""
 import json
 from pathlib import Path
 
-from pipeline.report import run_digest
+from pipeline.report import build_digests, run_digest
 
 
 def write_fake_run(root: Path, params: dict, world: str, name: str, seed: int, metrics: dict, info: dict,
@@ -18,4 +18,4 @@ def write_fake_run(root: Path, params: dict, world: str, name: str, seed: int, m
     run = root / "reports" / world / "sweeps" / sweep / f"{name}-seed{seed}"
     run.mkdir(parents=True)
     (run / "run.json").write_text(json.dumps({"model": name, "seed": seed, "digest": run_digest(params, world, name),
-                                              "metrics": metrics, "train_info": dict(info, seed=seed)}))
+                                              "bases": build_digests(params, world, name, root), "metrics": metrics, "train_info": dict(info, seed=seed)}))

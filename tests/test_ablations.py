@@ -104,7 +104,7 @@ def micro_world(tmp_path_factory):
     os.environ.update(WANDB_MODE="disabled", CALM_THREADS="1")
     os.chdir(work)
     try:
-        p = compose_params(["preset=micro"])
+        p = compose_params(["preset=micro", f"world=[{WORLD}]"])
         dump_params(p, work / "params.yaml")
         build_world_data(p, WORLD)
         world_tokenizer(p, WORLD).save_pretrained(str(tokenizer_dir(WORLD)))
@@ -160,13 +160,16 @@ def _one_line_exit_2(r):
 
 def test_sweep_two_variants_two_seeds_and_a_report_over_seeds(micro_world):
     work, p = micro_world
-    r = _run(["pipeline.sweep", "-m", "ablation=calm,random_mA", "seed=1,2"], work)
+    # the micro preset's records go to a sweep of their own (table5-micro), never beside the published preset's,
+    # and the table is rewritten only when asked (report=true)
+    r = _run(["pipeline.sweep", "-m", "ablation=calm,random_mA", "seed=1,2", "report=true"], work)
     assert r.returncode == 0, r.stderr[-3000:]
-    runs = {d.name: json.loads((d / "run.json").read_text()) for d in (work / "reports" / WORLD / "sweeps" / "table5").iterdir()
+    assert not (work / "reports" / WORLD / "sweeps" / "table5").exists()
+    runs = {d.name: json.loads((d / "run.json").read_text()) for d in (work / "reports" / WORLD / "sweeps" / "table5-micro").iterdir()
             if (d / "run.json").exists()}
     assert set(runs) == {"calm-seed1", "calm-seed2", "random_mA-seed1", "random_mA-seed2"}
     assert all(run["seed"] == int(name[-1]) and run["conf"]["seed"] == run["seed"] for name, run in runs.items())
-    sweep = work / "reports" / WORLD / "sweeps" / "table5"
+    sweep = work / "reports" / WORLD / "sweeps" / "table5-micro"
     # distinct outputs: each job its own weights, trained with its own seed
     w1, w2 = (load_file(sweep / f"calm-seed{k}" / "models" / WORLD / "calm" / "model.safetensors") for k in (1, 2))
     assert w1.keys() == w2.keys() and any(not torch.equal(w1[k], w2[k]) for k in w1)
@@ -199,6 +202,17 @@ def test_sweep_two_variants_two_seeds_and_a_report_over_seeds(micro_world):
     r2 = _run(["pipeline.sweep", "-m", "ablation=calm,random_mA", "seed=1,2"], work)
     assert r2.returncode == 0 and r2.stderr.count("done already") == 4, r2.stderr[-2000:]
 
+    # a record made on other bases is kept, and the job says so in one line, unless asked to replace it
+    record = sweep / "calm-seed1" / "run.json"
+    tampered = dict(runs["calm-seed1"], bases=dict(runs["calm-seed1"]["bases"], **{f"models/{WORLD}/mB": "0" * 16}))
+    record.write_text(json.dumps(tampered))
+    r3 = _run(["pipeline.sweep", "ablation=calm", "seed=1"], work)
+    _one_line_exit_2(r3)
+    assert "other data or base models: kept" in r3.stderr and json.loads(record.read_text()) == tampered
+    r4 = _run(["pipeline.sweep", "ablation=calm", "seed=1", "overwrite=true"], work)
+    assert r4.returncode == 0, r4.stderr[-2000:]
+    assert json.loads(record.read_text())["bases"] == runs["calm-seed1"]["bases"]
+
 
 def test_sweep_bad_input_is_one_line_exit_2_and_no_report(micro_world, tmp_path):
     work, p = micro_world
@@ -211,7 +225,7 @@ def test_sweep_bad_input_is_one_line_exit_2_and_no_report(micro_world, tmp_path)
     assert not (work / "reports" / WORLD / "sweeps" / "table5" / "calm-seed7").exists()
     # a LoRA whose rank cannot reach parity (micro: every linear layer is -3.6% or +4.5%)
     bad = tmp_path / "params.yaml"
-    dump_params(compose_params(["preset=micro", "worlds.kv_arithmetic.models.lora.lora.target_modules=all-linear"]), bad)
+    dump_params(compose_params(["preset=micro", f"world=[{WORLD}]", "worlds.kv_arithmetic.models.lora.lora.target_modules=all-linear"]), bad)
     r = _run(["pipeline.sweep", "-m", "ablation=calm,lora", "seed=7"], work, params=bad)
     _one_line_exit_2(r)
     assert "no LoRA rank reaches parity" in r.stderr and not (work / "reports" / WORLD / "sweeps" / "table5" / "calm-seed7").exists()
@@ -242,6 +256,9 @@ def _fake(root: Path, p: dict, scores: dict[str, list[float]]) -> None:
 
     (root / "data" / WORLD).mkdir(parents=True)
     (root / "data" / WORLD / "summary.json").write_text(json.dumps({"held_in_selection": "digit_cover", "n_held_in": 20}))
+    for base in ("tokenizer", "mA", "mB", "vanilla"):  # what the sweep runs were trained on (their bases' digests)
+        (root / "models" / WORLD / base).mkdir(parents=True)
+        (root / "models" / WORLD / base / "model.safetensors").write_text(f"weights of {base}")
     cols = p["reports"]["table5"]["blocks"][WORLD]["columns"]
     for name, values in scores.items():
         info = {"seed": 0, "steps": 1500, "seconds_this_run": 300.0,
@@ -257,7 +274,7 @@ def _fake(root: Path, p: dict, scores: dict[str, list[float]]) -> None:
 def test_report_mean_std_and_the_significance_rule(tmp_path, monkeypatch):
     from pipeline.report import build_table
 
-    p = compose_params([])
+    p = compose_params([f"world=[{WORLD}]"])
     monkeypatch.chdir(tmp_path)
     _fake(tmp_path, p, {"calm": [60.0, 62.0, 64.0], "vanilla_mA": [1.0, 2.0, 3.0], "encoder": [58.0, 60.0, 62.0],
                         "lora": [3.0], "random_mA": [0.0, 0.0], "skyline": [0.0, 0.0, 0.0]})
@@ -265,6 +282,15 @@ def test_report_mean_std_and_the_significance_rule(tmp_path, monkeypatch):
     stale = tmp_path / "reports" / WORLD / "sweeps" / "s" / "calm-seed9"
     stale.mkdir()
     (stale / "run.json").write_text(json.dumps({"model": "calm", "seed": 9, "digest": "old", "metrics": {}, "train_info": {}}))
+    # so is a run of the current conf trained on other bases (another build, float path or machine: issue 29)
+    elsewhere = json.loads((tmp_path / "reports" / WORLD / "sweeps" / "s" / "calm-seed1" / "run.json").read_text())
+    assert elsewhere["bases"] and set(elsewhere["bases"]) == {f"data/{WORLD}", f"models/{WORLD}/tokenizer",
+                                                              *(f"models/{WORLD}/{m}" for m in ("mA", "mB", "vanilla"))}
+    other = tmp_path / "reports" / WORLD / "sweeps" / "s" / "calm-seed7"
+    other.mkdir()
+    (other / "run.json").write_text(json.dumps(dict(elsewhere, seed=7, metrics={
+        s: {"metric": "exact_match", "score": 99.0, "n": 300} for s in p["worlds"][WORLD]["evaluation"]["sets"]},
+        bases=dict(elsewhere["bases"], **{f"models/{WORLD}/mB": "0" * 16}))))
     md, csv_text, cells = build_table("table5", p)
     held = {c["model"]: c for c in cells if c["set"] == "kv_math_test"}
     assert (held["CALM"]["ours"], held["CALM"]["std"], held["CALM"]["n_seeds"]) == (62.0, 2.0, 3)
@@ -274,6 +300,7 @@ def test_report_mean_std_and_the_significance_rule(tmp_path, monkeypatch):
     assert held["LoRA"]["significant"] is False  # one seed: never a finding
     assert "| KV-Arithmetic (held-out keys) | -62.0 † | -60.0 † | -62.0 † | -2.0 | -59.0 |" in md
     assert "calm: 1 sweep run(s) made under another conf left out" in md
+    assert "calm: 1 sweep run(s) trained on other data or base models than this build's" in md
     assert "CALM adds 233,472 parameters; LoRA trains 235,008 (+0.66%" in md
     assert "no Table 5 cells for the key-value world" in md
     assert len(cells) == 4 * 6 and csv_text.count("\n") == 25
@@ -282,7 +309,7 @@ def test_report_mean_std_and_the_significance_rule(tmp_path, monkeypatch):
 def test_report_refuses_a_lora_matched_to_another_count(tmp_path, monkeypatch):
     from pipeline.report import build_table
 
-    p = compose_params([])
+    p = compose_params([f"world=[{WORLD}]"])
     monkeypatch.chdir(tmp_path)
     _fake(tmp_path, p, {m: [1.0] for m in ("calm", "vanilla_mA", "encoder", "lora", "random_mA", "skyline")})
     info = tmp_path / "models" / WORLD / "calm" / "train_info.json"
@@ -295,7 +322,7 @@ def test_report_counts_groups_above_a_model(tmp_path, monkeypatch):
     """A row with `groups_above: mB` counts the groups (e.g. languages) a model scores above mB on (paper: #(>mB))."""
     from pipeline.report import build_table
 
-    p = compose_params([])
+    p = compose_params([f"world=[{WORLD}]"])
     p["reports"]["table5"]["blocks"][WORLD]["rows"] = [{"name": "#(>mB)", "set": "kv_math_test", "groups_above": "mB"}]
     monkeypatch.chdir(tmp_path)
     _fake(tmp_path, p, {m: [1.0, 1.0] for m in ("calm", "vanilla_mA", "encoder", "lora", "random_mA", "skyline")})

@@ -73,7 +73,7 @@ def test_impossible_sizes_cli_is_one_clear_line(tmp_path):
 
 
 def test_dvc_stages_are_derived_from_what_is_declared():
-    p = compose_params(["preset=micro"])
+    p = compose_params(["preset=micro", "world=[kv_arithmetic]"])
     stages = p["dvc_stages"]
     assert set(stages["train"]) == {f"kv_arithmetic/{m}" for m in p["worlds"]["kv_arithmetic"]["models"]}
     # evaluated = the models a report names (vanilla and the untrained random mA are only starting points)
@@ -83,8 +83,33 @@ def test_dvc_stages_are_derived_from_what_is_declared():
     calm = stages["train"]["kv_arithmetic/calm"]
     assert "models/kv_arithmetic/mB" in calm["upstream"] and "models/kv_arithmetic/mA" in calm["upstream"]
     # a model that says evaluate: true is evaluated too, without a report naming it
-    p = compose_params(["preset=micro", "+worlds.kv_arithmetic.models.vanilla.evaluate=true"])
+    p = compose_params(["preset=micro", "world=[kv_arithmetic]", "+worlds.kv_arithmetic.models.vanilla.evaluate=true"])
     assert "kv_arithmetic/vanilla" in p["dvc_stages"]["evaluate"]
+
+
+@pytest.mark.parametrize("entry,world", [("pipeline.train", "code"), ("pipeline.evaluate", "code"),
+                                         ("pipeline.build_data", "languages"), ("pipeline.report", "kv_arithmetic")])
+def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
+    """Issue 29: stages left out tokenizer.py, stages.py, the trainer, code_dialect.py, so DVC called stale tables
+    current. Every pipeline file a stage's process has loaded once its entry and world modules are imported and its
+    data module has run its imports must be among the stage's DVC deps (derived from the import graph)."""
+    p = load_params(ROOT / "params.yaml")
+    key = {"pipeline.train": f"{world}/mA", "pipeline.evaluate": f"{world}/mB"}.get(entry, world)
+    item = {"pipeline.train": "train", "pipeline.evaluate": "evaluate", "pipeline.build_data": "data"}.get(entry)
+    code = set(p["dvc_stages"][item][key]["code"]) if item else \
+        set(next(r["code"] for r in p["dvc_stages"]["report"].values() if f"data/{world}/summary.json" in
+                 [f"data/{w}/summary.json" for w in r["worlds"]]))
+    module = p["worlds"][world]["module"]
+    probe = (f"import sys, runpy, importlib; importlib.import_module({entry!r}); importlib.import_module({module!r}); "
+             "print('\\n'.join(sorted(m.__file__ for m in list(sys.modules.values()) "
+             "if getattr(m, '__file__', None) and m.__name__.split('.')[0] == 'pipeline')))")
+    r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    loaded = {str(Path(f).resolve().relative_to(ROOT)) for f in r.stdout.split()}
+    assert loaded and loaded <= code, sorted(loaded - code)
+    assert {"pipeline/tokenizer.py", "pipeline/stages.py", "pipeline/float_path.py"} <= code
+    if entry == "pipeline.evaluate":  # the sandbox's scripts run as processes of their own, never imported
+        assert {"pipeline/worlds/code_dialect.py", "pipeline/benchmarks/_sandbox_boot.py",
+                "pipeline/benchmarks/_sandbox_protocol.py"} <= code
 
 
 def test_a_report_stage_needs_only_the_models_its_table_reads():
@@ -122,3 +147,22 @@ def test_dvc_hydra_integration_composes_the_same_params(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     with open(out) as f:
         assert yaml.safe_load(f) == compose_params(["preset=micro", "worlds.kv_arithmetic.models.calm.seed=1"])
+
+
+def test_the_paper_preset_fails_before_any_data_is_built(tmp_path):
+    """Issue 29: `dvc exp run -S preset=paper` built 90 s of data (428 MB) before it said there is no GPU. The
+    data stage now asks first: the device, then the hub for every model the world would download."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the paper preset's device check passes")
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    for overrides, message in ((["preset=paper", "world=[kv_arithmetic]"], "runtime.device is cuda but torch sees no GPU"),
+                               (["preset=paper", "runtime=cpu", "world=[code]"], "names the hub model")):
+        work = tmp_path / overrides[-1].split("[")[1][:-1]
+        work.mkdir()
+        dump_params(compose_params(overrides), work / "params.yaml")
+        world = overrides[-1].split("[")[1][:-1]
+        r = subprocess.run([sys.executable, "-m", "pipeline.build_data", world], cwd=work, env=env, capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and message in r.stderr, r.stderr[-2000:]
+        assert not (work / "data").exists()

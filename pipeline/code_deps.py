@@ -1,0 +1,94 @@
+"""The source files a stage runs, derived from the import graph, so that DVC reruns a stage whenever code it runs
+changes and never when code it does not run changes (dvc.yaml lists them through `dvc_stages.*.code`).
+
+A module's closure is every `pipeline` module it imports, at any depth and from any scope (the package imports
+inside functions, which a stage still runs), plus every file of `pipeline/` whose name its source mentions: the
+code sandbox starts `_sandbox_boot.py` as a script, and a world reads `resources/udhr_char_stats.json`. A world
+module is added by its stages explicitly: they import it by the name conf/ gives (pipeline/worlds/__init__.py).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+PACKAGE = "pipeline"
+ROOT = Path(__file__).resolve().parent.parent
+_FILE_NAME = re.compile(r"[\w.-]+\.(?:py|json|txt|yaml)")
+
+
+def _module_file(module: str) -> Path | None:
+    base = ROOT.joinpath(*module.split("."))
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported(module: str, path: Path, tree: ast.Module) -> list[str]:
+    """The `pipeline` modules a module's source imports, anywhere in it (`from x import y` may name a module y)."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            names += [target] + [f"{target}.{a.name}" for a in node.names]
+    return [n for n in names if n.split(".")[0] == PACKAGE]
+
+
+def _mentioned(path: Path, text: str) -> list[Path]:
+    """Files of pipeline/ (beside this one or in a folder below it) whose name the source mentions."""
+    found = []
+    for name in set(_FILE_NAME.findall(text)):
+        for candidate in (path.parent / name, *path.parent.glob(f"*/{name}")):
+            if candidate.is_file() and candidate != path:
+                found.append(candidate)
+    return found
+
+
+def _sibling_imports(path: Path, tree: ast.Module) -> list[Path]:
+    """Modules of its own folder that a script imports by plain name (`import _sandbox_protocol`)."""
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+    return [path.parent / f"{n.split('.')[0]}.py" for n in names if (path.parent / f"{n.split('.')[0]}.py").is_file()]
+
+
+@functools.lru_cache(maxsize=None)
+def closure(module: str) -> tuple[str, ...]:
+    """Repository-relative paths of the files `module` runs, sorted."""
+    seen: set[Path] = set()
+    todo_modules, todo_files = [module], []
+    while todo_modules or todo_files:
+        if todo_modules:
+            name = todo_modules.pop()
+            path = _module_file(name)
+            if path is None:
+                continue  # `from pipeline.x import function`: the name is not a module
+            parents = name.split(".")
+            todo_modules += [".".join(parents[:i]) for i in range(1, len(parents))]  # packages' __init__ run first
+        else:
+            path, name = todo_files.pop(), None
+        if path in seen:
+            continue
+        seen.add(path)
+        if path.suffix != ".py":
+            continue
+        text = path.read_text()
+        if name is None:  # a script a module starts: its own imports are plain names of its folder
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        tree = ast.parse(text)
+        todo_modules += _imported(name, path, tree)
+        todo_files += _mentioned(path, text) + _sibling_imports(path, tree)
+    return tuple(sorted(str(p.relative_to(ROOT)) for p in seen))
+
+
+def stage_code(entry: str, *world_modules: str) -> list[str]:
+    """The files a stage `python -m <entry>` runs for these worlds."""
+    files = set(closure(entry))
+    for module in world_modules:
+        files.update(closure(module))
+    return sorted(files)
