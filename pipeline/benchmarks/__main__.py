@@ -56,12 +56,12 @@ def main(argv: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in argv):
         print(__doc__.strip())
         return 0
-    from pipeline.benchmarks.run import evaluate, load_model
-
     try:
         config = OmegaConf.to_container(compose_config(argv), resolve=True)
         config["limit"] = _positive_int(config, "limit", optional=True)
         config["batch_size"] = _positive_int(config, "batch_size")
+        from pipeline.benchmarks.run import evaluate, load_model  # torch: slow, and not needed to refuse a config
+
         model, tokenizer, model_id = load_model(config["model"])
         result = evaluate(config["benchmark"], model, tokenizer, model_id,
                           output_dir=config["output_dir"], limit=config["limit"],
