@@ -90,7 +90,8 @@ def require(path: str | os.PathLike, what: str = "upstream output") -> Path:
 def damaged_file(path: str | os.PathLike) -> str | None:
     """Why a weights or Trainer-state file is not whole (None when it is): a .safetensors file must hold its
     header and end exactly where the header's last tensor ends; a torch file (.pt, .pth, .bin: a zip archive, whose
-    directory is written last, at its end) must open as a zip. Reads the headers only, not the tensors."""
+    directory is written last, at its end) must open as a zip (a .bin that is not a zip, e.g. a legacy torch pickle,
+    is not checked). Reads the headers only, not the tensors."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -105,8 +106,16 @@ def damaged_file(path: str | os.PathLike) -> str | None:
             if end != size:
                 return f"{'truncated' if size < end else 'damaged'} ({size} bytes, its header describes {end})"
         elif path.suffix in (".pt", ".pth", ".bin"):
-            with zipfile.ZipFile(path) as z:
-                z.infolist()
+            with open(path, "rb") as f:
+                magic = f.read(4)
+            if size < 22:  # shorter than a zip's end record
+                return f"truncated ({size} bytes)"
+            if magic == b"PK\x03\x04":  # torch.save's zip (a legacy pickle, or another format, is not checked)
+                try:
+                    with zipfile.ZipFile(path) as z:
+                        z.infolist()
+                except zipfile.BadZipFile:
+                    return f"truncated or damaged ({size} bytes, no zip directory at its end)"
     except FileNotFoundError:
         return "missing"
     except (OSError, ValueError, TypeError, KeyError, IndexError, zipfile.BadZipFile) as e:
