@@ -163,7 +163,8 @@ def _trainer_class():
     from transformers.trainer_pt_utils import BatchRebalanceSampler
 
     class RestoreLossSums(TrainerCallback):
-        """On a resume, put back the running loss sums the checkpoint saved (Trainer starts them at zero)."""
+        """On a resume, put back the running loss sums the checkpoint saved (Trainer starts them at zero), and
+        log the whole run's train_loss at the end (Trainer's divides the sum by the resumed steps only)."""
 
         def __init__(self, trainer):
             self.trainer = trainer
@@ -176,6 +177,11 @@ def _trainer_class():
                 self.trainer._globalstep_last_logged = sums["globalstep_last_logged"]
                 self.trainer.loss_sums_restored = True
 
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            # the end-of-training log (printed, sent to W&B by the callbacks after this one): the whole run's mean
+            if logs and "train_loss" in logs and getattr(self.trainer, "loss_sums_restored", False):
+                logs["train_loss"] = self.trainer._total_loss_scalar / state.global_step
+
     class SeededRebalanceTrainer(Trainer):
         """Trainer whose batch_rebalance sampler shuffles with the run's data seed (transformers builds it with
         a fixed seed 42, which would give every composition seed the same row order), and whose checkpoints
@@ -186,7 +192,7 @@ def _trainer_class():
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            self.add_callback(RestoreLossSums(self))
+            self.callback_handler.callbacks.insert(0, RestoreLossSums(self))  # before the loggers (on_log)
 
         def _get_train_sampler(self, train_dataset=None):
             sampler = super()._get_train_sampler(train_dataset)
