@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from pipeline.checks import check_params
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_write_text
@@ -27,7 +28,7 @@ def load_params(path: str | os.PathLike | None = None) -> dict:
     if not p.exists():
         raise PipelineError(f"{p} not found: run `make params` (composes conf/ into params.yaml)")
     with open(p) as f:
-        return yaml.safe_load(f)
+        return check_params(yaml.safe_load(f))
 
 
 def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | None = None) -> dict:
@@ -54,7 +55,7 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
             cfg = compose(config_name="config", overrides=overrides)
-            return OmegaConf.to_container(cfg, resolve=True)
+            params = OmegaConf.to_container(cfg, resolve=True)
     except (HydraException, OmegaConfBaseException, yaml.YAMLError) as e:
         cause = e.__cause__ if isinstance(e.__cause__, PipelineError) else None
         text = str(cause or e).strip()
@@ -65,6 +66,7 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
         raise PipelineError(f"cannot compose conf/: {first}") from None
     finally:
         GlobalHydra.instance().clear()
+    return check_params(params)
 
 
 def dump_params(params: dict, path: str | os.PathLike = PARAMS_FILE) -> None:

@@ -120,8 +120,10 @@ def _code(what: str, entry: str, *world_modules: str) -> list[str]:
 
 def derive(params: dict) -> dict:
     """dvc_stages from the declared worlds and reports; raises PipelineError on an inconsistent declaration."""
+    from pipeline.checks import check_params
     from pipeline.training.kinds import KINDS
 
+    check_params(params)  # before DVC runs (and removes the outputs of) any stage
     worlds = params.get("worlds") or {}
     data, train, evaluate, report, evaluate_names = {}, {}, {}, {}, {}
     for world, wcfg in worlds.items():
@@ -204,6 +206,8 @@ def _resolve_dag(*, _root_) -> dict:
     from omegaconf import OmegaConf
 
     plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
+    if "seed" in _root_:  # checked with the models' own seeds
+        plain["seed"] = _root_["seed"]
     # a config node, not a dict: OmegaConf.resolve (what DVC's Hydra integration calls) cannot store a dict
     return OmegaConf.create(derive(plain))
 

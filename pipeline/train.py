@@ -7,8 +7,10 @@ weights. `train.steps: 0` saves the starting model untrained.
 
 Resumable: Trainer checkpoints go to models/.checkpoints/<world>-<model>-<fingerprint>/ (the fingerprint covers
 the model's conf, its seed, its data, its upstream models and the precision, so a stale checkpoint is never
-resumed); a rerun after a kill resumes from the newest complete one (optimizer, scheduler, RNG and data order
-restored) and ends with the same weights as an uninterrupted run.
+resumed); a rerun after a kill resumes from the newest complete one (optimizer, scheduler, RNG, data order and
+running loss sums restored) and ends with the same weights and train_info as an uninterrupted run (but for
+seconds_this_run and resumed_from). A checkpoint whose files do not verify (a kill mid-write, a truncated file) is
+removed with one line and the one before it resumed.
 """
 from __future__ import annotations
 

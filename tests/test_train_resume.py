@@ -1,6 +1,7 @@
 """SIGKILL a training stage at any instant, rerun it: it resumes from the newest complete checkpoint and ends
-with the same weights as an uninterrupted run with the same seed, and a killed stage never leaves an output
-that looks done. The kill points are deterministic (tests/_kill_at.py), including mid-checkpoint writes."""
+with the same weights and train_info (its loss over all the steps) as an uninterrupted run with the same seed,
+and a killed stage never leaves an output that looks done. The kill points are deterministic (tests/_kill_at.py),
+including mid-checkpoint writes."""
 import json
 import os
 import shutil
@@ -50,6 +51,15 @@ def _weights(workdir: Path, model: str) -> dict:
     return load_file(str(workdir / "models" / WORLD / model / "model.safetensors"))
 
 
+# what differs between two runs of a stage however they went: the time this run took, the checkpoint it resumed from
+RUN_ONLY = ("seconds_this_run", "resumed_from")
+
+
+def _train_info(workdir: Path, model: str) -> dict:
+    info = json.loads((workdir / "models" / WORLD / model / "train_info.json").read_text())
+    return {k: v for k, v in info.items() if k not in RUN_ONLY}
+
+
 _PREPARED: dict = {}
 
 
@@ -62,7 +72,7 @@ def _prepared(tmp_path_factory, model: str, kind: str):
         shutil.copytree(template, straight)
         r = _run(straight, "-m", "pipeline.train", f"{WORLD}/{model}")
         assert r.returncode == 0, r.stderr[-2000:]
-        _PREPARED[kind] = (template, _weights(straight, model))
+        _PREPARED[kind] = (template, _weights(straight, model), _train_info(straight, model))
     return _PREPARED[kind]
 
 
@@ -76,7 +86,7 @@ KILLS = [("mB", "base", "step", 12), ("mB", "base", "checkpoint", 20), ("mB", "b
 
 @pytest.mark.parametrize("model,kind,point,step", KILLS, ids=[f"{k[1]}-{k[2]}" for k in KILLS])
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path_factory, tmp_path, model, kind, point, step):
-    template, expected = _prepared(tmp_path_factory, model, kind)
+    template, expected, expected_info = _prepared(tmp_path_factory, model, kind)
     workdir = tmp_path / "killed"
     shutil.copytree(template, workdir)
     r = _run(workdir, str(ROOT / "tests" / "_kill_at.py"), point, str(step), f"{WORLD}/{model}")
@@ -94,8 +104,10 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path_factory, tmp_path, mo
     assert got.keys() == expected.keys()
     for k in got:
         assert torch.equal(got[k], expected[k]), k
-    info = json.loads((workdir / "models" / WORLD / model / "train_info.json").read_text())
+    info = _train_info(workdir, model)
     assert info["steps"] == STEPS
+    # the whole run's train_loss and logged losses, not the resumed steps' (so the stages downstream read the same)
+    assert info == expected_info
 
 
 def _is_complete(checkpoint: Path) -> bool:

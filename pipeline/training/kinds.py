@@ -418,9 +418,9 @@ def get_kind(name: str) -> Kind:
 
 def load_trained_model(directory: str | Path):
     """A model a training stage wrote (its kind is recorded beside it)."""
-    from pipeline.io import require
+    from pipeline.io import require, require_whole_model
 
-    directory = require(Path(directory), "upstream model")
+    directory = require_whole_model(require(Path(directory), "upstream model"))
     kind_file = directory / KIND_FILE
     kind = kind_file.read_text().strip() if kind_file.exists() else "base"
     return get_kind(kind).load(directory)

