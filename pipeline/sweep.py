@@ -186,7 +186,10 @@ def reusable_default(params: dict, world: str, ablation: str, seed: int, root: P
     evaluated = locked.get(f"evaluate@{world}/{ablation}")
     if not evaluated or evaluated.get(f"worlds.{world}.evaluation") != params["worlds"][world]["evaluation"]:
         return None
-    return {"metrics": json.loads(metrics_file.read_text())["metrics"], "train_info": info}
+    from pipeline.train import read_run_log
+
+    return {"metrics": json.loads(metrics_file.read_text())["metrics"], "train_info": info,
+            "seconds_this_run": read_run_log(world, ablation, root).get("seconds_this_run")}
 
 
 class _wandb_off:
@@ -218,7 +221,7 @@ def _log_wandb(params: dict, run: dict, root: Path) -> None:
         for step, loss in run["train_info"].get("loss_history") or []:
             w.log({"train/loss": loss}, step=int(step))
         w.summary.update({f"{s}/{m['metric']}": m["score"] for s, m in run["metrics"].items()})
-        w.summary.update({"train/seconds": run["train_info"].get("seconds_this_run"), "wall_seconds": run["wall_seconds"]})
+        w.summary.update({"train/seconds": run.get("seconds_this_run"), "wall_seconds": run["wall_seconds"]})
 
 
 def run_job(params: dict, world: str, table: str, ablation: str, seed: int, sweep: str, root: Path, job_dir: Path,
@@ -230,7 +233,7 @@ def run_job(params: dict, world: str, table: str, ablation: str, seed: int, swee
     from pipeline.io import atomic_write_json
     from pipeline.report import RUN_FILE, build_digests, run_digest
     from pipeline.stages import model_dir, tokenizer_dir
-    from pipeline.train import train
+    from pipeline.train import read_run_log, train
 
     t0 = time.time()
     preflight(params, world, table, ablation, root)
@@ -268,9 +271,11 @@ def run_job(params: dict, world: str, table: str, ablation: str, seed: int, swee
             train(params, f"{world}/{ablation}")
             metrics = evaluate(params, f"{world}/{ablation}")
         info = json.loads((model_dir(world, ablation) / "train_info.json").read_text())
+    seconds = reused["seconds_this_run"] if reused else read_run_log(world, ablation).get("seconds_this_run")
     run = {"world": world, "table": table, "sweep": sweep, "model": ablation, "seed": seed, "digest": digest,
            "bases": bases, "preset": params["preset"], "conf": dict(models[ablation], seed=seed), "rebuilt_with_seed": rebuilt,
            "linked": linked, "reused_default_cell": bool(reused), "metrics": metrics, "train_info": info,
+           "seconds_this_run": seconds,
            "wall_seconds": round(time.time() - t0, 1)}
     _log_wandb(params, run, root)
     atomic_write_json(record, run)  # last: a run without it is unfinished and never counted

@@ -26,6 +26,8 @@ from pipeline.params import load_params
 from pipeline.stages import execution_settings, model_dir, model_spec, upstream_models
 
 CHECKPOINTS = Path("models/.checkpoints")  # not a DVC output; .dvcignore'd, gitignored via /models/*
+RUN_LOGS = Path("models/.runs")            # likewise: each model's last training time (run_log_path)
+RUN_LOG_FIELDS = ("seconds_this_run", "resumed_from")
 
 
 def train(params: dict, key: str) -> dict:
@@ -68,10 +70,26 @@ def train(params: dict, key: str) -> dict:
         kind.save(model, tmp)
         save_tokenizer(tokenizer, tmp)  # a restricted vocabulary's map too: which original ids the model's rows are
         (tmp / KIND_FILE).write_text(f"{kind.name}\n")
+        recipe = {k: v for k, v in info.items() if k not in RUN_LOG_FIELDS}
         atomic_write_json(tmp / "train_info.json",
-                          {"kind": kind.name, "seed": stage.seed, **counts, **info, **float_path.describe()})
+                          {"kind": kind.name, "seed": stage.seed, **counts, **recipe, **float_path.describe()})
+    atomic_write_json(run_log_path(world, name), {k: info.get(k) for k in RUN_LOG_FIELDS})
     shutil.rmtree(run_dir, ignore_errors=True)
     return info
+
+
+def run_log_path(world: str, name: str) -> Path:
+    """How the last training of a model went (its seconds, the checkpoint it resumed from), kept beside the model
+    rather than in it: the model's folder then holds only what the run computed, so its DVC hash is the same for an
+    uninterrupted run, a resumed one and a stranger's rerun on the same float path (downstream stages do not rerun)."""
+    return RUN_LOGS / world / f"{name}.json"
+
+
+def read_run_log(world: str, name: str, root: Path = Path(".")) -> dict:
+    import json
+
+    path = root / run_log_path(world, name)
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 @cli
