@@ -167,7 +167,7 @@ def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(token
     calm = compose(tokenizers, anchor_name, augmenting_name, randomize=False)
     prompts = ["def add(a, b):\n    return", MULTILINGUAL[1][:20], "<|im_start|>user\nПривет"]
     ids, mask = calm.processor.anchor_batch(prompts, padding_side="left")
-    settings = dict(max_new_tokens=24, min_new_tokens=24, do_sample=False, pad_token_id=calm.processor.anchor_pad_id)
+    settings = dict(max_new_tokens=16, min_new_tokens=16, do_sample=False, pad_token_id=calm.processor.anchor_pad_id)
     with torch.no_grad():
         anchor_alone = calm.anchor.generate(ids, attention_mask=mask, **settings)
         untrained = calm.generate(prompts, **settings)  # text in: the composition tokenizes and aligns
@@ -228,9 +228,8 @@ def test_a_saved_composition_names_both_tokenizers_and_refuses_another(tokenizer
     batch = calm.processor(MULTILINGUAL[2])
 
     def bases():  # the same weights again; only the tokenizers are in question
-        fresh = compose(tokenizers, randomize=False)
-        return dict(anchor=fresh.anchor, augmenting=tiny_model("qwen2", width=32, layers=4, heads=2, seed=1,
-                                                               vocab=len(tokenizers["qwen"])))
+        return dict(anchor=tiny_model("llama", width=64, layers=4, heads=4, seed=0, vocab=len(tokenizers["smollm2"])),
+                    augmenting=tiny_model("qwen2", width=32, layers=4, heads=2, seed=1, vocab=len(tokenizers["qwen"])))
 
     loaded = CALMForCausalLM.from_pretrained(tmp_path / "calm", **bases())  # tokenizers from the config's sources
     with torch.no_grad():

@@ -53,11 +53,17 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 
 _UNICODE_TO_BYTE = {character: byte for byte, character in _bytes_to_unicode().items()}
+_TO_LATIN1 = str.maketrans({character: chr(byte) for character, byte in _UNICODE_TO_BYTE.items()})
+
+
+class _Digest:
+    def __init__(self, tokenizer, role):
+        self.value = hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:16]
 
 
 def tokenizer_digest(tokenizer) -> str:
     """A short digest of everything that decides a tokenizer's output (its tokenizer.json)."""
-    return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:16]
+    return _prepared(_Digest, tokenizer, "").value
 
 
 def tokenizer_record(tokenizer) -> dict:
@@ -90,14 +96,13 @@ class TokenBytes:
             )
         size = max(len(tokenizer), backend.get_vocab_size(with_added_tokens=True))
         table: list[bytes] = [b""] * size
-        for token, index in backend.get_vocab(with_added_tokens=False).items():
-            try:
-                table[index] = bytes(_UNICODE_TO_BYTE[c] for c in token)
-            except KeyError:
-                raise CompositionConfigError(
-                    f"{role}: token {token!r} (id {index}) is not written in byte-level characters: not a "
-                    "byte-level BPE vocabulary"
-                ) from None
+        vocabulary = backend.get_vocab(with_added_tokens=False)
+        foreign = set("".join(vocabulary)) - _UNICODE_TO_BYTE.keys()
+        if foreign:
+            raise CompositionConfigError(f"{role}: tokens with characters such as {sorted(foreign)[:3]} are not "
+                                         "written in byte-level characters: not a byte-level BPE vocabulary")
+        for token, index in vocabulary.items():
+            table[index] = token.translate(_TO_LATIN1).encode("latin-1")
         for index, added in tokenizer.added_tokens_decoder.items():
             table[index] = added.content.encode()
         self.table = table
