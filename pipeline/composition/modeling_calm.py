@@ -445,6 +445,9 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         if self.config.cross_tokenizer:
             self._check_cross_inputs(input_ids, augmenting_input_ids, augmenting_attention_mask, augmenting_visible)
         else:
+            if augmenting_visible is not None:
+                raise CompositionInputError("augmenting_visible is for cross-tokenizer compositions (built with a "
+                                            "processor); this one's models share one tokenizer")
             self._check_inputs(input_ids, augmenting_input_ids, augmenting_attention_mask)
         cache = past_key_values
         if cache is None and use_cache:
@@ -621,7 +624,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 )
             steps = [[v] if isinstance(v, torch.Tensor) else list(v)
                      for v in (augmenting_input_ids, augmenting_attention_mask, augmenting_visible)]
-            steps = [(ids, mask, visible.to(input_ids.device)) for ids, mask, visible in zip(*steps)]
+            device = input_ids.device
+            steps = [(ids.to(device), mask.to(device), visible.to(device)) for ids, mask, visible in zip(*steps)]
         else:
             if augmenting_input_ids is not None:
                 raise CompositionInputError("with a cache the composition aligns the anchor's tokens itself: give "
