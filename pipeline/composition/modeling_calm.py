@@ -31,7 +31,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from pipeline.errors import UserError
 
-from .alignment import CALMProcessor, tokenizer_record
+from .alignment import Alignment, CALMProcessor, tokenizer_record
 from .base_models import (
     decoder_layers,
     describe,
@@ -202,12 +202,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             )
         anchor_config = text_config(anchor)
         if config.cross_tokenizer:
-            if processor is None:
-                raise CompositionConfigError("this composition's models have different tokenizers: pass "
-                                             "processor=CALMProcessor(anchor tokenizer, augmenting tokenizers)")
-            if len(processor.augmenting) != len(augmenting):
-                raise CompositionConfigError(f"the processor has {len(processor.augmenting)} augmenting tokenizers "
-                                             f"for {len(augmenting)} augmenting models")
+            _check_processor(processor, len(augmenting))
         self.processor = processor if config.cross_tokenizer else None
         if config.num_heads is None:  # the default, written down so that the saved config says what was built
             config.num_heads = anchor_config.num_attention_heads
@@ -294,13 +289,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             raise CompositionConfigError("a composition needs at least one augmenting model")
         anchor_config = text_config(anchor)
         if processor is not None:
-            if not isinstance(processor, CALMProcessor):
-                raise CompositionConfigError(f"processor must be a CALMProcessor, not {type(processor).__name__}")
-            if options.get("mode", "iterative") != "iterative":
-                raise CompositionConfigError("a cross-tokenizer composition runs in mode='iterative' only")
-            if len(processor.augmenting) != len(augmenting):
-                raise CompositionConfigError(f"the processor has {len(processor.augmenting)} augmenting tokenizers "
-                                             f"for {len(augmenting)} augmenting models")
+            _check_processor(processor, len(augmenting))
             _check_vocabulary("the anchor", processor.anchor_tokenizer, anchor_config.vocab_size)
             anchor_tokenizer, augmenting_tokenizers = processor.records()
         # Every option checked (num_heads against the anchor's width too) before any work on the models.
@@ -633,17 +622,13 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             if cache.alignment is None:
                 cache.alignment = self.processor.start(input_ids.shape[0])
             committed = self.processor.push(cache.alignment, input_ids, new_mask)
-            steps = []
-            for a in range(count):
-                width = max(len(row) for row in committed[a])
-                ids = torch.full((input_ids.shape[0], width), self.processor.augmenting_pad_ids[a], dtype=torch.long)
-                mask = torch.zeros_like(ids)
-                for row, tokens in enumerate(committed[a]):
-                    ids[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
-                    mask[row, : len(tokens)] = 1
-                visible = torch.tensor([rows.visible[-input_ids.shape[1] :] for rows in cache.alignment[a]],
-                                       dtype=torch.long)
-                steps.append((ids.to(input_ids.device), mask.to(input_ids.device), visible.to(input_ids.device)))
+            new = input_ids.shape[1]
+            steps = [  # this step's newly committed mA tokens, right-padded to the widest row
+                Alignment(committed[a], [rows.visible[-new:] for rows in cache.alignment[a]], []).tensors(
+                    self.processor.augmenting_pad_ids[a], new)
+                for a in range(count)
+            ]
+            steps = [tuple(part.to(input_ids.device) for part in step) for step in steps]
         keys_values, allowed, has_key, positions = [], [], [], []
         for a, (ids, mask, visible) in enumerate(steps):
             previous = cache.augmenting_mask[a] if cache is not None else None
@@ -811,6 +796,17 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 )
             )
         self.bridges.load_state_dict({k[len("bridges.") :]: v for k, v in state.items()}, strict=True)
+
+
+def _check_processor(processor, count: int):
+    if processor is None:
+        raise CompositionConfigError("this composition's models have different tokenizers: pass "
+                                     "processor=CALMProcessor(anchor tokenizer, augmenting tokenizers)")
+    if not isinstance(processor, CALMProcessor):
+        raise CompositionConfigError(f"processor must be a CALMProcessor, not {type(processor).__name__}")
+    if len(processor.augmenting) != count:
+        raise CompositionConfigError(f"the processor has {len(processor.augmenting)} augmenting tokenizers for "
+                                     f"{count} augmenting models")
 
 
 def _check_vocabulary(role: str, tokenizer, vocab_size: int):
