@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import real_tokenizers  # noqa: E402
-from bench_composition import interleaved_medians, llama  # noqa: E402
+from bench_composition import interleaved_medians, llama, per_token_times  # noqa: E402
 
 from pipeline.composition import CALMForCausalLM, CALMProcessor  # noqa: E402
 
@@ -125,15 +125,8 @@ def main():
         return augmenting_alone.model(input_ids=own, attention_mask=mask, position_ids=positions(mask, own),
                                       past_key_values=cache, use_cache=True)
 
-    loops = {}
-    for name, step in (("composition", calm_step), ("anchor", anchor_step), ("augmenting", augmenting_step)):
-        loops[name + "_long"] = decode_loop(step, decode_tokens + 1)
-        loops[name + "_prefill"] = decode_loop(step, 1)
-    decode = interleaved_medians(loops, repeats)
-    per_token = {
-        name: (decode[name + "_long"] - decode[name + "_prefill"]) / decode_tokens
-        for name in ("composition", "anchor", "augmenting")
-    }
+    per_token = per_token_times({"composition": calm_step, "anchor": anchor_step, "augmenting": augmenting_step},
+                                decode_loop, decode_tokens, repeats)
 
     train_ratio = train["cross"] / train["same"]
     decode_ratio = per_token["composition"] / (per_token["anchor"] + per_token["augmenting"])
