@@ -266,3 +266,24 @@ def test_bad_cross_tokenizer_setups_fail_in_one_line(tokenizers):
     one_line_error(CompositionInputError, calm, **{**batch, "augmenting_visible": batch["augmenting_visible"][:, :2]})
     same = CALMForCausalLM.from_models(tiny_model("llama", seed=0), tiny_model("gpt2", seed=1))
     one_line_error(CompositionInputError, same.generate, "a text prompt")
+
+
+def test_two_augmenting_models_with_their_own_tokenizers(tokenizers):
+    """Per mA a list entry: the processor's lists feed forward() as the composition's own alignment does, and
+    cached generation equals uncached."""
+    anchor_tokenizer = tokenizers["smollm2"]
+    processor = CALMProcessor(anchor_tokenizer, [tokenizers["qwen"], tokenizers["smollm2"]])
+    anchor = tiny_model("llama", width=64, layers=4, heads=4, seed=0, vocab=len(anchor_tokenizer))
+    augmenting = [tiny_model("qwen2", width=32, layers=4, heads=2, seed=1, vocab=len(tokenizers["qwen"])),
+                  tiny_model("gpt2", width=48, layers=2, heads=2, seed=2, vocab=len(tokenizers["smollm2"]))]
+    calm = randomize_composition(CALMForCausalLM.from_models(anchor, augmenting, connections=[[(3, 3)], [(1, 2)]],
+                                                             processor=processor))
+    batch = processor(["def f(x):\n    return x  # 世界", MULTILINGUAL[3][:30]])
+    assert isinstance(batch["augmenting_visible"], list) and len(batch["augmenting_visible"]) == 2
+    settings = dict(max_new_tokens=8, min_new_tokens=8, do_sample=False, pad_token_id=processor.anchor_pad_id)
+    with torch.no_grad():
+        assert torch.equal(calm(**batch).logits, calm(input_ids=batch["input_ids"],
+                                                      attention_mask=batch["attention_mask"]).logits)
+        prompts = ["def f(x):", "Привет, мир"]
+        assert torch.equal(calm.generate(prompts, use_cache=True, **settings),
+                           calm.generate(prompts, use_cache=False, **settings))
