@@ -118,6 +118,28 @@ def test_the_rebuilt_qwen_tokenizer_is_the_real_one(tokenizers):
         assert rebuilt(text)["input_ids"] == real(text)["input_ids"]
 
 
+def test_a_bos_the_tokenizer_adds_is_zero_width_and_always_visible(tokenizers):
+    import copy
+
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = copy.deepcopy(tokenizers["smollm2"].backend_tokenizer)
+    backend.post_processor = processors.TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 0)])
+    with_bos = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<|endoftext|>")
+    text = "<|im_start|>user\nHi"
+    for anchor, augmenting in ((with_bos, tokenizers["qwen"]), (tokenizers["qwen"], with_bos)):
+        processor = CALMProcessor(anchor, augmenting)
+        ids = anchor(text)["input_ids"]
+        alignment = processor.align([ids])[0]
+        if anchor is with_bos:  # the BOS stands at 0 and takes no bytes; "<|im_start|>" is text, 12 bytes
+            assert ids[0] == 0 and processor.anchor_spans(ids)[:2] == [(0, 0), (0, 12)]
+            assert alignment.visible[0][:2] == [0, 0]
+        else:  # mA's BOS is its first token, visible from the first anchor token on
+            assert alignment.ids[0][:2] == [0, with_bos.convert_tokens_to_ids("<|im_start|>")]
+            assert alignment.visible[0][0] == 1 and alignment.ends[0][:2] == [0, 12]
+
+
 def test_tokenizers_the_alignment_cannot_use_fail_in_one_line(tokenizers):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
