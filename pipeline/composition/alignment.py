@@ -41,7 +41,7 @@ UNICODE_NORMALIZERS = ("NFC", "NFKC", "NFD", "NFKD")
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte <-> printable character table, which byte-level BPE vocabularies are written in."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     characters = printable[:]
     extra = 0
     for byte in range(256):
@@ -117,10 +117,10 @@ class TokenBytes:
         for index, added in tokenizer.added_tokens_decoder.items():
             table[index] = added.content.encode()
         self.table = table
-        self.added = {index: added.content for index, added in tokenizer.added_tokens_decoder.items()}
 
     def __call__(self, index: int) -> bytes:
-        return self.table[index]
+        """An id past the tokenizer's vocabulary (a model's embedding matrix may be larger) stands for no text."""
+        return self.table[index] if index < len(self.table) else b""
 
     def spans(self, ids, zero_width=frozenset()) -> list[tuple[int, int]]:
         """Byte span of each token on the text the tokens spell; ids in `zero_width` (e.g. a BOS the tokenizer adds
@@ -129,7 +129,7 @@ class TokenBytes:
         for index in ids:
             start = end
             if index not in zero_width:
-                end += len(self.table[index])
+                end += len(self(index))
             spans.append((start, end))
         return spans
 
@@ -338,9 +338,9 @@ class CALMProcessor:
     def align(self, input_ids, attention_mask=None) -> list[Alignment]:
         """Align whole rows of anchor ids (training, or decoding without a cache): one Alignment per mA."""
         ids = _as_rows(input_ids)
-        if any(not isinstance(i, int) or not 0 <= i < len(self.anchor_bytes.table) for r in ids for i in r):
-            raise CompositionInputError(f"anchor ids must be integers in [0, {len(self.anchor_bytes.table)}): the "
-                                        "anchor tokenizer's vocabulary")
+        if any(i < 0 for r in ids for i in r):
+            raise CompositionInputError("anchor ids must be non-negative integers (ids past the anchor tokenizer's "
+                                        "vocabulary stand for no text)")
         state = self.start(len(ids))
         self.push(state, ids, attention_mask)
         return [Alignment([r.ids for r in rows], [r.visible for r in rows], [r.ends for r in rows]) for rows in state]
