@@ -47,6 +47,7 @@ MULTILINGUAL = [
 def _code() -> list[str]:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     texts = [(stdlib / name).read_text(encoding="utf-8")[:1500] for name in ("json/decoder.py", "textwrap.py")]
+    texts.append("a = 1\n \nb = 2  \n  \n\tc = 3\n\n \n \n  d\n")  # whitespace-only lines: runs that merge later
     texts.append('def greet(name: str) -> str:\n    """Say «hello» in 日本語."""\n    return f"こんにちは, {name}!"  # ok\n')
     return texts
 
