@@ -11,6 +11,7 @@ alignment; a saved composition names its tokenizers and refuses others.
 import bisect
 import itertools
 import json
+import shutil
 import sysconfig
 import unicodedata
 from pathlib import Path
@@ -263,9 +264,13 @@ def test_a_saved_composition_names_both_tokenizers_and_refuses_another(tokenizer
         return dict(anchor=tiny_model("llama", width=64, layers=4, heads=4, seed=0, vocab=len(tokenizers["smollm2"])),
                     augmenting=tiny_model("qwen2", width=32, layers=4, heads=2, seed=1, vocab=len(tokenizers["qwen"])))
 
-    loaded = CALMForCausalLM.from_pretrained(tmp_path / "calm", **bases())  # tokenizers from the config's sources
+    loaded = CALMForCausalLM.from_pretrained(tmp_path / "calm", **bases())  # the tokenizers saved beside it
+    assert (tmp_path / "calm" / "augmenting_tokenizer_0" / "tokenizer.json").is_file()
+    shutil.rmtree(tmp_path / "calm" / "anchor_tokenizer")
+    from_sources = CALMForCausalLM.from_pretrained(tmp_path / "calm", **bases())  # those the config names
     with torch.no_grad():
         assert torch.equal(loaded(**batch).logits, calm(**batch).logits)
+        assert torch.equal(from_sources(**batch).logits, calm(**batch).logits)
     swapped = CALMProcessor(tokenizers["smollm2"], tokenizers["smollm2"])
     message = one_line_error(CompositionLoadError, CALMForCausalLM.from_pretrained, tmp_path / "calm",
                              processor=swapped, **bases())

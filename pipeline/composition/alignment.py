@@ -384,12 +384,28 @@ class CALMProcessor:
         return ids, mask
 
     def save_pretrained(self, directory):
-        """anchor_tokenizer/ and augmenting_tokenizer_<i>/ under `directory`."""
+        """anchor_tokenizer/ and augmenting_tokenizer_<i>/ under `directory` (a saved composition holds them)."""
         from pathlib import Path
 
         self.anchor_tokenizer.save_pretrained(Path(directory) / "anchor_tokenizer")
         for i, t in enumerate(self.augmenting_tokenizers):
             t.save_pretrained(Path(directory) / f"augmenting_tokenizer_{i}")
+
+    @classmethod
+    def from_pretrained(cls, directory) -> "CALMProcessor":
+        """The processor that save_pretrained wrote under `directory`."""
+        from pathlib import Path
+
+        from transformers import AutoTokenizer
+
+        directory = Path(directory)
+        count = sum(1 for _ in directory.glob("augmenting_tokenizer_*"))
+        if not (directory / "anchor_tokenizer").is_dir() or count == 0:
+            raise CompositionConfigError(f"{directory} holds no saved CALMProcessor (anchor_tokenizer/ and "
+                                         "augmenting_tokenizer_0/, ...)")
+        load = AutoTokenizer.from_pretrained
+        return cls(load(directory / "anchor_tokenizer"),
+                   [load(directory / f"augmenting_tokenizer_{i}") for i in range(count)])
 
 
 def _pad_id(tokenizer) -> int:

@@ -717,9 +717,12 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         return {f"bridges.{k}": v for k, v in self.bridges.state_dict().items()}
 
     def save_pretrained(self, save_directory, state_dict=None, **kwargs):
-        """Write the config and the composition parameters only; the bases are named in the config, not copied."""
+        """Write the config and the composition parameters only; the bases are named in the config, not copied. A
+        cross-tokenizer composition also writes its tokenizers (CALMProcessor.save_pretrained: a few MB)."""
         directory = Path(save_directory)
         directory.mkdir(parents=True, exist_ok=True)
+        if self.processor is not None:
+            self.processor.save_pretrained(directory)
         state = state_dict if state_dict is not None else self.composition_state_dict()
         tensors = {k: v.detach().cpu().contiguous() for k, v in state.items() if k.startswith("bridges.")}
         partial = directory / (WEIGHTS_NAME + ".partial")
@@ -733,8 +736,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                         **base_kwargs):
         """Load a saved composition. Bases are loaded from the paths its config names unless given here.
 
-        A cross-tokenizer composition also needs its tokenizers: `processor`, or the sources its config names; each
-        must be the one it was trained with (its tokenizer.json digest is checked).
+        A cross-tokenizer composition also needs its tokenizers: `processor`, else those saved beside it, else the
+        sources its config names; each must be the one it was trained with (its tokenizer.json digest is checked).
 
         The bases must be the ones it was trained with: their shapes and weight fingerprints are checked (a
         composition saved with the first fingerprint scheme, input embeddings only, is checked with that scheme,
@@ -768,7 +771,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         augmenting = [augmenting] if isinstance(augmenting, PreTrainedModel) else list(augmenting)
         _check_bases(config, anchor, augmenting, directory)
         if config.cross_tokenizer:
-            processor = _processor_for(config, processor)
+            processor = _processor_for(config, processor, directory)
         model = cls(config, anchor, augmenting, processor=processor)
         model.load_composition_state(load_file(directory / WEIGHTS_NAME))
         return model.eval()  # as transformers' from_pretrained: a loaded model is ready for inference (no dropout)
@@ -815,9 +818,12 @@ def _check_vocabulary(role: str, tokenizer, vocab_size: int):
                                      f"{len(tokenizer)} tokens: not that model's tokenizer")
 
 
-def _processor_for(config: CALMConfig, processor: CALMProcessor | None) -> CALMProcessor:
-    """The saved composition's tokenizers: `processor` checked against the records, or loaded from them."""
+def _processor_for(config: CALMConfig, processor: CALMProcessor | None, directory: Path) -> CALMProcessor:
+    """The saved composition's tokenizers: `processor`, else those saved beside it, else those its records name;
+    checked against the records."""
     records = [("anchor", config.anchor)] + [(f"augmenting model {i}", r) for i, r in enumerate(config.augmenting)]
+    if processor is None and (directory / "anchor_tokenizer").is_dir():
+        processor = CALMProcessor.from_pretrained(directory)
     if processor is None:
         tokenizers = []
         for role, record in records:
