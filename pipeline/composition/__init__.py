@@ -1,5 +1,6 @@
 """The CALM composition: frozen anchor mB + frozen augmenting mA, learned cross-attention between them."""
 
+from .alignment import CALMProcessor
 from .base_models import ModelLoadError, load_causal_lm, load_tokenizer, resolve_model_path
 from .configuration_calm import (
     CALM_OPTIONS,
@@ -14,6 +15,7 @@ __all__ = [
     "CALM_OPTIONS",
     "CALMCache",
     "CALMConfig",
+    "CALMProcessor",
     "CALMForCausalLM",
     "CompositionConfigError",
     "CompositionInputError",

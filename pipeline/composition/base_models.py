@@ -142,7 +142,10 @@ def load_causal_lm(name_or_path: str, gguf_file: str | None = None, dense: bool 
 
 
 def load_tokenizer(name_or_path: str, gguf_file: str | None = None, **kwargs):
-    return _load(AutoTokenizer, "tokenizer", name_or_path, gguf_file, **kwargs)
+    tokenizer = _load(AutoTokenizer, "tokenizer", name_or_path, gguf_file, **kwargs)
+    # Remember where it came from, so a cross-tokenizer composition can name its tokenizers in its saved config.
+    tokenizer.calm_source = {"name_or_path": name_or_path, "gguf_file": gguf_file}
+    return tokenizer
 
 
 def model_source(model: PreTrainedModel) -> dict:

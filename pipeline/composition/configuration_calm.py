@@ -123,6 +123,10 @@ class CALMConfig(PreTrainedConfig):
     layers_per_connection (`int`): how `from_models` chose the default connections (one per block of this many mA
         layers, paper: 4); recorded for the reader. The connections in `augmenting` are what the model uses.
 
+    Cross-tokenizer compositions (built with a `CALMProcessor`, alignment.py) record each model's tokenizer in its
+    record, `tokenizer`: its source (if known), its size and the digest of its tokenizer.json; `cross_tokenizer`
+    says whether the composition is one.
+
     `CALM_OPTIONS` lists these options (with `connections`) as `CALMForCausalLM.from_models` accepts them.
     """
 
@@ -157,6 +161,13 @@ class CALMConfig(PreTrainedConfig):
             raise CompositionConfigError(
                 f"layers_per_connection must be a positive integer, not {self.layers_per_connection!r}"
             )
+        if self.cross_tokenizer and self.mode != "iterative":
+            raise CompositionConfigError("a cross-tokenizer composition runs in mode='iterative' only")
         anchor_width = self.anchor.get("hidden_size") if isinstance(self.anchor, dict) else None
         self.num_heads = check_num_heads(self.num_heads, anchor_width, self.rotary)
         super().__post_init__(**kwargs)
+
+    @property
+    def cross_tokenizer(self) -> bool:
+        """Whether the models have different tokenizers (the records name them; alignment.py aligns them)."""
+        return isinstance(self.anchor, dict) and self.anchor.get("tokenizer") is not None

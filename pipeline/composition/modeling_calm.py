@@ -6,6 +6,8 @@ Read top to bottom:
                   cross-attention keys/values of every mA position seen so far.
   CALMForCausalLM the composed model: runs each mA up to its deepest connected layer, then mB, whose connected
                   layers add the cross-attention output to their own output (a forward hook per connected layer).
+                  With a CALMProcessor (alignment.py) the models may have different tokenizers: each mA reads its
+                  own tokens of the same text, and anchor token t reads the mA tokens that are stable by its end.
 
 The base models stay untouched transformers models: the hooks do nothing unless a CALM forward is under way, and
 only the CrossAttention parameters train.
@@ -29,6 +31,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from pipeline.errors import UserError
 
+from .alignment import Alignment, CALMProcessor, tokenizer_record
 from .base_models import (
     decoder_layers,
     describe,
@@ -36,6 +39,7 @@ from .base_models import (
     is_legacy_fingerprint,
     legacy_fingerprint,
     load_causal_lm,
+    load_tokenizer,
     text_config,
     truncated_backbone,
 )
@@ -157,7 +161,9 @@ class CALMCache:
         self.anchor = None  # the anchor's own Cache
         self.augmenting = [None] * num_augmenting  # each mA's own Cache (iterative mode)
         self.keys_values = [None] * num_augmenting  # per mA: [(keys, values) per connection], [B, H, S, d]
-        self.augmenting_mask = [None] * num_augmenting  # encoder mode: [B, S] bool, real prompt tokens of mA
+        self.augmenting_mask = [None] * num_augmenting  # encoder mode: [B, S] bool, real prompt tokens of mA;
+        # cross-tokenizer: [B, S] long, real tokens among the mA slots fed so far (a step pads rows to its widest)
+        self.alignment = None  # cross-tokenizer: the processor's decoding state (per mA, per row)
         self.length = 0  # tokens of the shared sequence already processed
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
@@ -168,7 +174,7 @@ class CALMCache:
 class _AnchorStep:
     """What the anchor's hooks need during one forward: per mA, the keys/values per connection and the masks."""
 
-    positions: torch.Tensor  # [B, T] positions of the anchor's new tokens
+    positions: torch.Tensor | list  # [B, T] positions of the anchor's new tokens (cross-tokenizer: one per mA)
     keys_values: list
     allowed: list
     has_key: list
@@ -185,7 +191,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
     main_input_name = "input_ids"
     supports_gradient_checkpointing = False  # a recomputed anchor layer would run without its cross-attention
 
-    def __init__(self, config: CALMConfig, anchor: PreTrainedModel, augmenting: list[PreTrainedModel]):
+    def __init__(self, config: CALMConfig, anchor: PreTrainedModel, augmenting: list[PreTrainedModel],
+                 processor: CALMProcessor | None = None):
         super().__init__(config)
         if not isinstance(config.augmenting, list) or not config.augmenting:
             raise CompositionConfigError("the config names no augmenting models (build it with from_models)")
@@ -194,6 +201,9 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 f"the config names {len(config.augmenting)} augmenting models but {len(augmenting)} were given"
             )
         anchor_config = text_config(anchor)
+        if config.cross_tokenizer:
+            _check_processor(processor, len(augmenting))
+        self.processor = processor if config.cross_tokenizer else None
         if config.num_heads is None:  # the default, written down so that the saved config says what was built
             config.num_heads = anchor_config.num_attention_heads
         self.anchor = anchor
@@ -242,6 +252,7 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         anchor: PreTrainedModel,
         augmenting: PreTrainedModel | list[PreTrainedModel],
         connections=None,
+        processor: CALMProcessor | None = None,
         **options,
     ) -> "CALMForCausalLM":
         """Compose `anchor` with `augmenting` (one model or a list).
@@ -261,6 +272,10 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         outputs as before; once the caller drops it, its LM head and the layers past the deepest connection are
         freed. Moving or casting the composition (`.to(...)`) moves those shared modules too, as it does the anchor.
         An mA that is also the anchor, or is listed twice, is deep-copied (a copy of its weights).
+
+        processor: a CALMProcessor(anchor tokenizer, augmenting tokenizer(s)) when the tokenizers differ: each mA then
+        reads its own tokens of the same text (alignment.py); the saved config names every tokenizer. Without it, mA
+        and mB must share one tokenizer.
         """
         unknown = sorted(set(options) - set(CALM_OPTIONS))
         if unknown:
@@ -273,6 +288,10 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         if not augmenting:
             raise CompositionConfigError("a composition needs at least one augmenting model")
         anchor_config = text_config(anchor)
+        if processor is not None:
+            _check_processor(processor, len(augmenting))
+            _check_vocabulary("the anchor", processor.anchor_tokenizer, anchor_config.vocab_size)
+            anchor_tokenizer, augmenting_tokenizers = processor.records()
         # Every option checked (num_heads against the anchor's width too) before any work on the models.
         settings = CALMConfig(anchor={"hidden_size": anchor_config.hidden_size}, **options)
         if connections is not None:
@@ -292,10 +311,13 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 # One object in two roles would carry both roles' hooks and share their state: give mA its own.
                 model = augmenting[index] = copy.deepcopy(model)
             config = text_config(model)
-            if config.vocab_size != anchor_config.vocab_size:
+            if processor is not None:
+                _check_vocabulary(f"augmenting model {index}", processor.augmenting_tokenizers[index], config.vocab_size)
+            elif config.vocab_size != anchor_config.vocab_size:
                 raise CompositionConfigError(
                     f"augmenting model {index} has a vocabulary of {config.vocab_size} tokens and the anchor "
-                    f"{anchor_config.vocab_size}: mA and mB must share one tokenizer"
+                    f"{anchor_config.vocab_size}: mA and mB must share one tokenizer (or pass "
+                    "processor=CALMProcessor(anchor tokenizer, augmenting tokenizer))"
                 )
             pairs = (
                 default_connections(
@@ -308,9 +330,14 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 )
             )
             records.append({**describe(model), "connections": [list(pair) for pair in pairs]})
+            if processor is not None:
+                records[-1]["tokenizer"] = augmenting_tokenizers[index]
         options["num_heads"] = settings.num_heads or anchor_config.num_attention_heads
-        config = CALMConfig(anchor=describe(anchor), augmenting=records, vocab_size=anchor_config.vocab_size, **options)
-        return cls(config, anchor, augmenting)
+        anchor_record = describe(anchor)
+        if processor is not None:
+            anchor_record["tokenizer"] = anchor_tokenizer
+        config = CALMConfig(anchor=anchor_record, augmenting=records, vocab_size=anchor_config.vocab_size, **options)
+        return cls(config, anchor, augmenting, processor=processor)
 
     def _register_hooks(self):
         anchor_layers = decoder_layers(self.anchor)
@@ -341,8 +368,11 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 return None
             hidden = output[0] if isinstance(output, tuple) else output
             for a, c in connection_ids:
+                if step.keys_values[a] is None:  # cross-tokenizer: no mA token yet, so nothing to read (update 0)
+                    continue
                 keys, values = step.keys_values[a][c]
-                update = self.bridges[a][c](hidden, step.positions, keys, values, step.allowed[a], step.has_key[a])
+                positions = step.positions[a] if isinstance(step.positions, list) else step.positions
+                update = self.bridges[a][c](hidden, positions, keys, values, step.allowed[a], step.has_key[a])
                 hidden = hidden + update
             return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
 
@@ -391,12 +421,23 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         past_key_values: CALMCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
-        augmenting_input_ids: torch.LongTensor | None = None,
-        augmenting_attention_mask: torch.Tensor | None = None,
+        augmenting_input_ids: torch.LongTensor | list | None = None,
+        augmenting_attention_mask: torch.Tensor | list | None = None,
+        augmenting_visible: torch.LongTensor | list | None = None,
         logits_to_keep: int | torch.Tensor = 0,
         **kwargs,
     ) -> CausalLMOutputWithPast:
-        self._check_inputs(input_ids, augmenting_input_ids, augmenting_attention_mask)
+        """Cross-tokenizer compositions also take each mA's own tokens (augmenting_input_ids, right-padded, with
+        augmenting_attention_mask) and augmenting_visible [B, T] (how many of them each anchor token may read), as
+        CALMProcessor makes them; tensors for one mA, lists for several. Without them (and always when decoding
+        with a cache) the composition aligns the anchor's ids itself."""
+        if self.config.cross_tokenizer:
+            self._check_cross_inputs(input_ids, augmenting_input_ids, augmenting_attention_mask, augmenting_visible)
+        else:
+            if augmenting_visible is not None:
+                raise CompositionInputError("augmenting_visible is for cross-tokenizer compositions (built with a "
+                                            "processor); this one's models share one tokenizer")
+            self._check_inputs(input_ids, augmenting_input_ids, augmenting_attention_mask)
         cache = past_key_values
         if cache is None and use_cache:
             cache = CALMCache(len(self.augmenting))
@@ -412,7 +453,12 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         if position_ids is None:
             position_ids = _positions_from_mask(attention_mask)[:, past:]
 
-        if self.config.mode == "iterative":
+        if self.config.cross_tokenizer:
+            step = self._cross_keys_values(
+                input_ids, attention_mask, cache, past, augmenting_input_ids, augmenting_attention_mask,
+                augmenting_visible,
+            )
+        elif self.config.mode == "iterative":
             step = self._iterative_keys_values(input_ids, attention_mask, position_ids, cache, past)
         else:
             step = self._encoder_keys_values(
@@ -467,6 +513,37 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 f"augmenting_input_ids, {tuple(augmenting_input_ids.shape)}"
             )
 
+    def _check_cross_inputs(self, input_ids, augmenting_input_ids, augmenting_attention_mask, augmenting_visible):
+        if input_ids is None or input_ids.dim() != 2 or input_ids.numel() == 0:
+            shape = None if input_ids is None else tuple(input_ids.shape)
+            raise CompositionInputError(f"input_ids (the anchor's tokens) must be a non-empty [batch, tokens] tensor, "
+                                        f"not {shape}")
+        given = [x is not None for x in (augmenting_input_ids, augmenting_attention_mask, augmenting_visible)]
+        if any(given) and not all(given):
+            raise CompositionInputError("give augmenting_input_ids, augmenting_attention_mask and augmenting_visible "
+                                        "together (as CALMProcessor makes them), or none: then the composition "
+                                        "aligns input_ids itself")
+        if not any(given):
+            return
+        count = len(self.augmenting)
+        for name, value in (("augmenting_input_ids", augmenting_input_ids),
+                            ("augmenting_attention_mask", augmenting_attention_mask),
+                            ("augmenting_visible", augmenting_visible)):
+            values = value if isinstance(value, (list, tuple)) else [value]
+            if len(values) != count or not all(isinstance(v, torch.Tensor) and v.dim() == 2 for v in values):
+                raise CompositionInputError(f"{name} must be a [batch, length] tensor per augmenting model "
+                                            f"({count}: a list when several)")
+        lists = [[v] if isinstance(v, torch.Tensor) else list(v)
+                 for v in (augmenting_input_ids, augmenting_attention_mask, augmenting_visible)]
+        for a, (ids, mask, visible) in enumerate(zip(*lists)):
+            if ids.shape != mask.shape or ids.shape[0] != input_ids.shape[0]:
+                raise CompositionInputError(f"augmenting model {a}: augmenting_input_ids {tuple(ids.shape)} and "
+                                            f"augmenting_attention_mask {tuple(mask.shape)} must have one row per "
+                                            f"row of input_ids ({input_ids.shape[0]})")
+            if visible.shape != input_ids.shape:
+                raise CompositionInputError(f"augmenting model {a}: augmenting_visible has shape {tuple(visible.shape)}"
+                                            f"; expected that of input_ids, {tuple(input_ids.shape)}")
+
     def _run_augmenting(self, index, input_ids, attention_mask, position_ids, past_key_values, use_cache):
         """mA up to its deepest connected layer, without gradients; returns its cache and {layer: states}."""
         self._captured = {}
@@ -517,6 +594,71 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         count = len(self.augmenting)
         return _AnchorStep(position_ids, keys_values, [allowed] * count, [has_key] * count)
 
+    def _cross_keys_values(
+        self, input_ids, attention_mask, cache, past, augmenting_input_ids, augmenting_attention_mask,
+        augmenting_visible,
+    ) -> _AnchorStep:
+        """Different tokenizers (alignment.py): each mA reads its own tokens of the text; anchor token t reads the
+        first augmenting_visible[:, t] of them. Without a cache the whole rows are aligned (or taken as given); with
+        one, the new anchor tokens extend each row's text and mA reads only the tokens they make stable, its cache
+        never cropped. Cross-attention positions count mA tokens: mA token s sits at s, and anchor token t at the
+        number of mA tokens it may read, so that the last of them is always one position back."""
+        count = len(self.augmenting)
+        new_mask = attention_mask[:, past:]
+        if cache is None:
+            if augmenting_input_ids is None:
+                inputs = self.processor.augmenting_inputs(input_ids, new_mask)
+                augmenting_input_ids, augmenting_attention_mask, augmenting_visible = (
+                    inputs["augmenting_input_ids"], inputs["augmenting_attention_mask"], inputs["augmenting_visible"]
+                )
+            steps = [[v] if isinstance(v, torch.Tensor) else list(v)
+                     for v in (augmenting_input_ids, augmenting_attention_mask, augmenting_visible)]
+            device = input_ids.device
+            steps = [(ids.to(device), mask.to(device), visible.to(device)) for ids, mask, visible in zip(*steps)]
+        else:
+            if augmenting_input_ids is not None:
+                raise CompositionInputError("with a cache the composition aligns the anchor's tokens itself: give "
+                                            "input_ids only")
+            if cache.alignment is None:
+                cache.alignment = self.processor.start(input_ids.shape[0])
+            committed = self.processor.push(cache.alignment, input_ids, new_mask)
+            new = input_ids.shape[1]
+            steps = [  # this step's newly committed mA tokens, right-padded to the widest row
+                Alignment(committed[a], [rows.visible[-new:] for rows in cache.alignment[a]], []).tensors(
+                    self.processor.augmenting_pad_ids[a], new)
+                for a in range(count)
+            ]
+            steps = [tuple(part.to(input_ids.device) for part in step) for step in steps]
+        keys_values, allowed, has_key, positions = [], [], [], []
+        for a, (ids, mask, visible) in enumerate(steps):
+            previous = cache.augmenting_mask[a] if cache is not None else None
+            full_mask = mask.long() if previous is None else torch.cat([previous, mask.long()], dim=1)
+            ordinal = full_mask.cumsum(-1) - 1  # each slot's index among the row's real mA tokens
+            kv = cache.keys_values[a] if cache is not None else None
+            if ids.shape[1] > 0:
+                slot_positions = ordinal[:, -ids.shape[1] :].clamp(min=0)
+                augmenting_cache, states = self._run_augmenting(
+                    a, ids, full_mask, slot_positions,
+                    cache.augmenting[a] if cache is not None else None, cache is not None,
+                )
+                real = mask.bool()[..., None]
+                states = {layer: value.masked_fill(~real, 0) for layer, value in states.items()}  # padding: finite
+                fresh = self._keys_values(a, states, slot_positions)
+                kv = fresh if kv is None else [
+                    (torch.cat([k0, k1], dim=2), torch.cat([v0, v1], dim=2)) for (k0, v0), (k1, v1) in zip(kv, fresh)
+                ]
+                if cache is not None:
+                    cache.augmenting[a], cache.keys_values[a] = augmenting_cache, kv
+            if cache is not None:
+                cache.augmenting_mask[a] = full_mask
+            rows = full_mask.bool()[:, None, None, :] & (ordinal[:, None, None, :] < visible[:, None, :, None])
+            row_has_key = rows.any(dim=-1, keepdim=True)
+            keys_values.append(kv)
+            allowed.append(rows | ~row_has_key)  # such rows attend anywhere; their update is zeroed by has_key
+            has_key.append(row_has_key)
+            positions.append(visible)
+        return _AnchorStep(positions, keys_values, allowed, has_key)
+
     def _encoder_keys_values(
         self, input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache
     ) -> _AnchorStep:
@@ -552,6 +694,16 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
 
     # ----- generation ---------------------------------------------------------------------------------------
     def generate(self, inputs=None, **kwargs):
+        """transformers' generate(); a cross-tokenizer composition also takes the anchor's prompt as text (a string
+        or a list of strings, left-padded here) and aligns each mA itself, step by step. Returns the anchor's ids
+        (decode them with `processor.anchor_tokenizer`)."""
+        if isinstance(inputs, str) or (isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], str)):
+            if self.processor is None:
+                raise CompositionInputError("generate() takes text only in a cross-tokenizer composition; tokenize "
+                                            "the prompt with the anchor's tokenizer")
+            inputs, mask = self.processor.anchor_batch(inputs, padding_side="left")
+            inputs, kwargs["attention_mask"] = inputs.to(self.device), mask.to(self.device)
+            kwargs.setdefault("pad_token_id", self.processor.anchor_pad_id)
         if kwargs.get("num_beams", self.generation_config.num_beams or 1) > 1:
             raise NotImplementedError("CALMForCausalLM.generate supports greedy decoding and sampling, not beam search")
         if self.config.mode == "encoder" and kwargs.get("augmenting_input_ids") is None:
@@ -565,9 +717,12 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         return {f"bridges.{k}": v for k, v in self.bridges.state_dict().items()}
 
     def save_pretrained(self, save_directory, state_dict=None, **kwargs):
-        """Write the config and the composition parameters only; the bases are named in the config, not copied."""
+        """Write the config and the composition parameters only; the bases are named in the config, not copied. A
+        cross-tokenizer composition also writes its tokenizers (CALMProcessor.save_pretrained: a few MB)."""
         directory = Path(save_directory)
         directory.mkdir(parents=True, exist_ok=True)
+        if self.processor is not None:
+            self.processor.save_pretrained(directory)
         state = state_dict if state_dict is not None else self.composition_state_dict()
         tensors = {k: v.detach().cpu().contiguous() for k, v in state.items() if k.startswith("bridges.")}
         partial = directory / (WEIGHTS_NAME + ".partial")
@@ -577,8 +732,12 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
         os.replace(partial, directory / WEIGHTS_NAME)  # last, so a directory with weights is a complete one
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *, anchor=None, augmenting=None, **base_kwargs):
+    def from_pretrained(cls, pretrained_model_name_or_path, *, anchor=None, augmenting=None, processor=None,
+                        **base_kwargs):
         """Load a saved composition. Bases are loaded from the paths its config names unless given here.
+
+        A cross-tokenizer composition also needs its tokenizers: `processor`, else those saved beside it, else the
+        sources its config names; each must be the one it was trained with (its tokenizer.json digest is checked).
 
         The bases must be the ones it was trained with: their shapes and weight fingerprints are checked (a
         composition saved with the first fingerprint scheme, input embeddings only, is checked with that scheme,
@@ -611,7 +770,9 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             ]
         augmenting = [augmenting] if isinstance(augmenting, PreTrainedModel) else list(augmenting)
         _check_bases(config, anchor, augmenting, directory)
-        model = cls(config, anchor, augmenting)
+        if config.cross_tokenizer:
+            processor = _processor_for(config, processor, directory)
+        model = cls(config, anchor, augmenting, processor=processor)
         model.load_composition_state(load_file(directory / WEIGHTS_NAME))
         return model.eval()  # as transformers' from_pretrained: a loaded model is ready for inference (no dropout)
 
@@ -638,6 +799,53 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
                 )
             )
         self.bridges.load_state_dict({k[len("bridges.") :]: v for k, v in state.items()}, strict=True)
+
+
+def _check_processor(processor, count: int):
+    if processor is None:
+        raise CompositionConfigError("this composition's models have different tokenizers: pass "
+                                     "processor=CALMProcessor(anchor tokenizer, augmenting tokenizers)")
+    if not isinstance(processor, CALMProcessor):
+        raise CompositionConfigError(f"processor must be a CALMProcessor, not {type(processor).__name__}")
+    if len(processor.augmenting) != count:
+        raise CompositionConfigError(f"the processor has {len(processor.augmenting)} augmenting tokenizers for "
+                                     f"{count} augmenting models")
+
+
+def _check_vocabulary(role: str, tokenizer, vocab_size: int):
+    if len(tokenizer) > vocab_size:
+        raise CompositionConfigError(f"{role} has {vocab_size} embeddings but its tokenizer in the processor has "
+                                     f"{len(tokenizer)} tokens: not that model's tokenizer")
+
+
+def _processor_for(config: CALMConfig, processor: CALMProcessor | None, directory: Path) -> CALMProcessor:
+    """The saved composition's tokenizers: `processor`, else those saved beside it, else those its records name;
+    checked against the records."""
+    records = [("anchor", config.anchor)] + [(f"augmenting model {i}", r) for i, r in enumerate(config.augmenting)]
+    if processor is None and (directory / "anchor_tokenizer").is_dir():
+        processor = CALMProcessor.from_pretrained(directory)
+    if processor is None:
+        tokenizers = []
+        for role, record in records:
+            saved = record.get("tokenizer") or {}
+            if not saved.get("name_or_path"):
+                raise CompositionLoadError(f"the saved composition does not say where its {role}'s tokenizer comes "
+                                           "from: pass processor=CALMProcessor(...) to from_pretrained")
+            tokenizers.append(load_tokenizer(saved["name_or_path"], saved.get("gguf_file")))
+        processor = CALMProcessor(tokenizers[0], tokenizers[1:])
+    actual = [tokenizer_record(processor.anchor_tokenizer)] + [tokenizer_record(t) for t in processor.augmenting_tokenizers]
+    if len(actual) != len(records):
+        raise CompositionLoadError(f"the composition has {len(records) - 1} augmenting models; the processor has "
+                                   f"{len(actual) - 1} augmenting tokenizers")
+    for (role, record), now in zip(records, actual):
+        saved = record.get("tokenizer") or {}
+        if saved.get("digest") != now["digest"]:
+            raise CompositionLoadError(
+                f"{role}'s tokenizer is not the one this composition was trained with ({saved.get('name_or_path')}, "
+                f"{saved.get('vocab_size')} tokens, digest {saved.get('digest')}; given: {now['vocab_size']} tokens, "
+                f"digest {now['digest']})"
+            )
+    return processor
 
 
 def _source(record: dict, role: str) -> str:

@@ -3,6 +3,8 @@
 Labels are -100 on the prompt (loss on the answer only); a row with an empty prompt is plain text (loss on
 every token but <bos>). Tokenising is `datasets.map` (batched) into an Arrow file keyed by the rows, the
 tokenizer and the options, so a rerun of a stage (a resume, a new learning rate) does not tokenise again.
+A cross-tokenizer composition's rows also carry each mA's tokens of the same text and the alignment
+(`processor=`, a CALMProcessor: columns augmenting_input_ids_<a>, augmenting_visible_<a>), cached alike.
 """
 from __future__ import annotations
 
@@ -53,8 +55,21 @@ def _tokenizer_digest(tokenizer) -> str:
                           else repr(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()[:16]
 
 
-def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = None, cache: Path | None = CACHE):
+def _align_batch(batch: dict, processor) -> dict:
+    out = {}
+    for a, alignment in enumerate(processor.align(batch["input_ids"])):
+        out[f"augmenting_input_ids_{a}"] = alignment.ids
+        out[f"augmenting_visible_{a}"] = alignment.visible
+    return out
+
+
+def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = None, cache: Path | None = CACHE,
+                       processor=None):
     """prompt/target rows -> Dataset(input_ids, labels, n_prompt); same rows, same order.
+
+    processor: a CALMProcessor whose anchor tokenizer is `tokenizer` (a cross-tokenizer composition): each row also
+    gets, per mA a, augmenting_input_ids_<a> (mA's tokens of the row's text) and augmenting_visible_<a> (per anchor
+    token, how many of them it may read); `Collator(augmenting_pad_ids=processor.augmenting_pad_ids)` pads them.
 
     loss_until: if set, the loss covers each target only up to and including the first occurrence of this
     string (rows without it keep their whole target): e.g. "=" trains a scratchpad target "12+34=64" on "12+34="."""
@@ -71,6 +86,11 @@ def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = Non
     for r in rows:
         digest.update(json.dumps([r["prompt"], r["target"]]).encode())
     key = hashlib.sha256(f"{digest.hexdigest()}|{_tokenizer_digest(tokenizer)}|{loss_until}".encode()).hexdigest()[:20]
+    if processor is not None:
+        if _tokenizer_digest(processor.anchor_tokenizer) != _tokenizer_digest(tokenizer):
+            raise PipelineError("supervised_dataset: the processor's anchor tokenizer is not `tokenizer`")
+        mixed = "|".join(_tokenizer_digest(t) for t in processor.augmenting_tokenizers)
+        key = hashlib.sha256(f"{key}|aligned|{mixed}".encode()).hexdigest()[:20]
     # our own fingerprint (datasets would otherwise dill-hash the table's state, which fails on some Python/pyarrow pairs)
     table = pa.table({"prompt": [r["prompt"] for r in rows], "target": [r["target"] for r in rows]})
     ds = Dataset(table, fingerprint=f"rows-{key}")
@@ -78,18 +98,30 @@ def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = Non
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
         kwargs = {"cache_file_name": str(cache / f"{key}.arrow"), "load_from_cache_file": True}
-    return ds.map(functools.partial(_tokenize_batch, tokenizer=tokenizer, loss_until=loss_until), batched=True,
-                  batch_size=1000, remove_columns=["prompt", "target"], new_fingerprint=key, **kwargs)
+    tokenize = functools.partial(_tokenize_batch, tokenizer=tokenizer, loss_until=loss_until)
+    if processor is not None:  # one pass: the alignment reads the ids the anchor's tokenization just made
+        tokenize = functools.partial(_tokenize_and_align, tokenize=tokenize, processor=processor)
+    return ds.map(tokenize, batched=True, batch_size=1000, remove_columns=["prompt", "target"], new_fingerprint=key,
+                  **kwargs)
+
+
+def _tokenize_and_align(batch: dict, tokenize, processor) -> dict:
+    out = tokenize(batch)
+    return {**out, **_align_batch(out, processor)}
 
 
 class Collator:
     """Right-pads input_ids/labels; with `augmenting_prompt` also passes the prompt alone (left-aligned) as
     augmenting_input_ids, for encoder-mode compositions. (transformers' DataCollatorForSeq2Seq pads on the
-    tokenizer's side, which is the left for generation: that would shift absolute positions in training.)"""
+    tokenizer's side, which is the left for generation: that would shift absolute positions in training.)
+    With `augmenting_pad_ids` (one per mA: a cross-tokenizer composition's `processor.augmenting_pad_ids`) it also
+    right-pads each mA's own tokens and passes augmenting_input_ids, augmenting_attention_mask and augmenting_visible
+    (tensors for one mA, lists for several), as supervised_dataset(..., processor=) made them."""
 
-    def __init__(self, pad_id: int, augmenting_prompt: bool = False):
+    def __init__(self, pad_id: int, augmenting_prompt: bool = False, augmenting_pad_ids: list[int] | None = None):
         self.pad_id = pad_id
         self.augmenting_prompt = augmenting_prompt
+        self.augmenting_pad_ids = augmenting_pad_ids
 
     def __call__(self, batch):
         import torch
@@ -114,6 +146,16 @@ class Collator:
                 amask[i, m - L :] = 1
             out["augmenting_input_ids"] = aids
             out["augmenting_attention_mask"] = amask
+        if self.augmenting_pad_ids is not None:
+            from pipeline.composition.alignment import Alignment
+
+            parts = [
+                Alignment([b[f"augmenting_input_ids_{a}"] for b in batch], [b[f"augmenting_visible_{a}"] for b in batch],
+                          []).tensors(pad, n)
+                for a, pad in enumerate(self.augmenting_pad_ids)
+            ]
+            for k, name in enumerate(("augmenting_input_ids", "augmenting_attention_mask", "augmenting_visible")):
+                out[name] = parts[0][k] if len(parts) == 1 else [p[k] for p in parts]
         return out
 
 

@@ -1,0 +1,424 @@
+r"""Composing models whose tokenizers differ: which augmenting tokens each anchor token may read.
+
+Both models read one text: the bytes of the anchor's tokens, in order. Every token of both models gets a byte span
+on it, computed from the bytes each token stands for (byte-level BPE tokenizers split UTF-8 characters, and their
+character offsets then overlap, so the tokenizers' own offsets are not used).
+
+The causal rule (docs: README, "Composing models with different tokenizers"). mA's tokens are *committed* one anchor
+token at a time, exactly as decoding has to: after anchor token t, the text past mA's last committed token (the
+`pending` text) is split by mA's pre-tokenizer, and mA's tokens of the pending text that end at or before the start
+of its last chunk are committed (they are stable: text appended later can only change the last chunk; when that
+chunk is whitespace, the whitespace chunks right before it wait too, since a regex such as `\s*[\r\n]+` may still
+merge them with it). Anchor token t reads exactly the mA tokens committed so far. They are a function of the text
+up to the end of t, computed by the same code in training (`CALMProcessor.align`, the whole text at once) and in decoding
+(`IncrementalAlignment.push`, one anchor token at a time), so both see the same thing by construction; mA's cache is
+never cropped or recomputed. The committed tokens are mA's own tokenization of the whole text (the tests check this
+for every cut of code and multilingual text, and it held on 120 stdlib files in both directions, SmolLM2 <-> Qwen2);
+should some pre-tokenizer's chunks change further back, training would still equal decoding, and mA would read a
+tokenization of its own text that differs there.
+
+Visibility is monotone (a prefix of mA's committed tokens), so one number per anchor token says it all:
+`augmenting_visible[b, t]` = how many of row b's mA tokens anchor token t may read.
+
+Supported: byte-level BPE tokenizers (GPT-2 style, `ByteLevel` decoder: SmolLM2, Qwen2, Llama 3, GPT-2, ...), with
+no normalizer or a Unicode normalization one (NFC, NFKC: dropped for the alignment, so that appending text never
+changes earlier bytes; text already in that form, nearly all text, tokenizes the same).
+"""
+
+from __future__ import annotations
+
+import codecs
+import copy
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+from .configuration_calm import CompositionConfigError, CompositionInputError
+
+UNICODE_NORMALIZERS = ("NFC", "NFKC", "NFD", "NFKD")
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte <-> printable character table, which byte-level BPE vocabularies are written in."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    characters = printable[:]
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            characters.append(256 + extra)
+            extra += 1
+    return dict(zip(printable, map(chr, characters)))
+
+
+_UNICODE_TO_BYTE = {character: byte for byte, character in _bytes_to_unicode().items()}
+_TO_LATIN1 = str.maketrans({character: chr(byte) for character, byte in _UNICODE_TO_BYTE.items()})
+
+
+class _Digest:
+    def __init__(self, tokenizer, role):
+        backend = tokenizer.backend_tokenizer
+        if _is_unicode_normalizer(_component(backend.normalizer)):
+            backend = type(backend).from_str(backend.to_str())  # a copy, without the normalizer
+            backend.normalizer = None
+        self.value = hashlib.sha256(backend.to_str().encode()).hexdigest()[:16]
+
+
+def tokenizer_digest(tokenizer) -> str:
+    """A short digest of everything that decides a tokenizer's ids in a composition (its tokenizer.json, less a
+    Unicode normalizer, which the alignment does not apply: transformers' Qwen2Tokenizer adds NFC to a tokenizer.json
+    that has none, and the same tokenizer must not look like another when loaded by another class)."""
+    return _prepared(_Digest, tokenizer, "").value
+
+
+def _is_unicode_normalizer(description: dict) -> bool:
+    kinds = [description.get("type")] + [n.get("type") for n in description.get("normalizers", [])]
+    return bool(description) and all(kind in UNICODE_NORMALIZERS for kind in kinds)
+
+
+def tokenizer_record(tokenizer) -> dict:
+    """What a saved composition records of a tokenizer: where it came from (if known), its size and its digest."""
+    source = getattr(tokenizer, "calm_source", None) or {
+        "name_or_path": getattr(tokenizer, "name_or_path", None) or None, "gguf_file": None
+    }
+    return {**source, "vocab_size": len(tokenizer), "digest": tokenizer_digest(tokenizer)}
+
+
+def _backend(tokenizer, role: str):
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise CompositionConfigError(f"{role}: a cross-tokenizer composition needs a fast (Rust) tokenizer, "
+                                     f"not {type(tokenizer).__name__}")
+    return backend
+
+
+class TokenBytes:
+    """The bytes each id of a byte-level BPE tokenizer stands for; special (added) tokens stand for their text."""
+
+    def __init__(self, tokenizer, role: str):
+        backend = _backend(tokenizer, role)
+        decoder = _component(backend.decoder)
+        kinds = [decoder.get("type")] + [d.get("type") for d in decoder.get("decoders", [])]
+        if "ByteLevel" not in kinds:
+            raise CompositionConfigError(
+                f"{role}: a cross-tokenizer composition needs byte-level BPE tokenizers (a ByteLevel decoder, as "
+                f"GPT-2, Llama 3, Qwen2, SmolLM2 have); this one's decoder is {decoder.get('type')!r}"
+            )
+        size = max(len(tokenizer), backend.get_vocab_size(with_added_tokens=True))
+        table: list[bytes] = [b""] * size
+        vocabulary = backend.get_vocab(with_added_tokens=False)
+        foreign = set("".join(vocabulary)) - _UNICODE_TO_BYTE.keys()
+        if foreign:
+            raise CompositionConfigError(f"{role}: tokens with characters such as {sorted(foreign)[:3]} are not "
+                                         "written in byte-level characters: not a byte-level BPE vocabulary")
+        for token, index in vocabulary.items():
+            table[index] = token.translate(_TO_LATIN1).encode("latin-1")
+        for index, added in tokenizer.added_tokens_decoder.items():
+            table[index] = added.content.encode()
+        self.table = table
+
+    def __call__(self, index: int) -> bytes:
+        """An id past the tokenizer's vocabulary (a model's embedding matrix may be larger) stands for no text."""
+        return self.table[index] if index < len(self.table) else b""
+
+    def spans(self, ids, zero_width=frozenset()) -> list[tuple[int, int]]:
+        """Byte span of each token on the text the tokens spell; ids in `zero_width` (e.g. a BOS the tokenizer adds
+        itself) take no bytes, at the position where they stand."""
+        spans, end = [], 0
+        for index in ids:
+            start = end
+            if index not in zero_width:
+                end += len(self(index))
+            spans.append((start, end))
+        return spans
+
+
+def _component(component) -> dict:
+    """A tokenizer component (decoder, normalizer) as its JSON description; {} for none."""
+    return json.loads(component.__getstate__()) if component is not None else {}
+
+
+_PREPARED: dict = {}  # (kind, id(tokenizer), its size) -> (tokenizer, TokenBytes or AugmentingTokenizer)
+
+
+def _prepared(kind, tokenizer, role: str):
+    """One TokenBytes / AugmentingTokenizer per tokenizer object (building one reads the whole vocabulary)."""
+    key = (kind.__name__, id(tokenizer), len(tokenizer), role)
+    if key not in _PREPARED:
+        _PREPARED[key] = (tokenizer, kind(tokenizer, role))  # the tokenizer is kept, so its id is not reused
+    return _PREPARED[key][1]
+
+
+def _added_ids(tokenizer) -> list[int]:
+    """Ids the tokenizer puts around a text by itself (BOS, EOS), in front of it."""
+    with_special = tokenizer("a", add_special_tokens=True)["input_ids"]
+    without = tokenizer("a", add_special_tokens=False)["input_ids"]
+    if with_special[-len(without):] != without:
+        raise CompositionConfigError("a cross-tokenizer composition needs a tokenizer that adds special tokens only "
+                                     f"in front of a text; this one gives {with_special} for 'a' ({without} without)")
+    return with_special[: len(with_special) - len(without)]
+
+
+class AugmentingTokenizer:
+    """mA's tokenizer as the alignment uses it: the stable cut of a pending text, and the tokens before it."""
+
+    def __init__(self, tokenizer, role: str = "augmenting tokenizer"):
+        self.tokenizer = tokenizer
+        self.role = role
+        self.bytes = _prepared(TokenBytes, tokenizer, role)
+        backend = _backend(tokenizer, role)
+        normalizer = _component(backend.normalizer)
+        if normalizer:
+            if not _is_unicode_normalizer(normalizer):
+                raise CompositionConfigError(
+                    f"{role}: its normalizer ({normalizer.get('type')}) changes the text; a cross-tokenizer "
+                    f"composition supports none or a Unicode normalization ({', '.join(UNICODE_NORMALIZERS)})"
+                )
+            backend = copy.deepcopy(backend)
+            backend.normalizer = None  # appending text must never change earlier bytes
+        if backend.pre_tokenizer is None:
+            raise CompositionConfigError(f"{role}: a cross-tokenizer composition needs a tokenizer with a pre-tokenizer")
+        self.backend = backend
+        self.leading = _added_ids(tokenizer)
+        added = sorted({a.content for a in tokenizer.added_tokens_decoder.values() if a.content}, key=len, reverse=True)
+        self._added = re.compile("|".join(map(re.escape, added))) if added else None
+        probe = "a b\n\u00e9\u4e16"
+        if sum(self.encode(probe)[1]) != len(probe.encode()):
+            raise CompositionConfigError(f"{role}: its tokens do not spell the text they were made from (a prefix "
+                                         "space, or not byte-level); load it with add_prefix_space=False")
+
+    def encode(self, text: str) -> tuple[list[int], list[int]]:
+        """mA's ids of `text` (no special tokens added) and the number of bytes of each."""
+        ids = self.backend.encode(text, add_special_tokens=False).ids
+        return ids, [len(self.bytes(i)) for i in ids]
+
+    def last_chunk_start(self, text: str) -> int:
+        """Where (in characters) the last pre-tokenizer chunk of `text` starts; added tokens are chunks of their own."""
+        start = 0
+        if self._added is not None:
+            for match in self._added.finditer(text):
+                if match.end() == len(text):
+                    return match.start()
+                start = match.end()
+        piece = text[start:]
+        chunks = [span for _, span in self.backend.pre_tokenizer.pre_tokenize_str(piece)]
+        if not chunks:
+            return start
+        last = len(chunks) - 1
+        if piece[chunks[last][0] : chunks[last][1]].isspace():
+            # Whitespace chunks behind a whitespace tail may still merge with it ("\n", " " + "\n" -> "\n \n"
+            # under Qwen2's `\s*[\r\n]+`, " " + " x" under `\s+(?!\S)`): they wait for the next non-space chunk.
+            while last > 0 and piece[chunks[last - 1][0] : chunks[last - 1][1]].isspace():
+                last -= 1
+        return start + chunks[last][0]
+
+
+class IncrementalAlignment:
+    """One row of one mA: anchor tokens' bytes in, mA's newly committed tokens out (the rule in the module doc)."""
+
+    def __init__(self, augmenting: AugmentingTokenizer):
+        self.augmenting = augmenting
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")  # holds back a character's first bytes
+        self.pending = ""  # decoded text after the last committed mA token
+        self.ids: list[int] = list(augmenting.leading)  # committed mA ids (a BOS mA adds itself first)
+        self.ends: list[int] = [0] * len(self.ids)  # byte end of each, on mA's text
+        self.visible: list[int] = []  # per anchor token pushed: number of committed mA tokens
+        self._committed_bytes = 0
+
+    def push(self, data: bytes) -> list[int]:
+        """Append one anchor token's bytes (b"" for a padding or zero-width token); return the mA ids it commits."""
+        new: list[int] = []
+        if data:
+            self.pending += self._decoder.decode(data)
+            cut = self.augmenting.last_chunk_start(self.pending) if self.pending else 0
+            if cut > 0:
+                limit = len(self.pending[:cut].encode())
+                ids, lengths = self.augmenting.encode(self.pending)
+                end = 0
+                for index, length in zip(ids, lengths):
+                    if end + length > limit:
+                        break
+                    end += length
+                    new.append(index)
+                    self.ends.append(self._committed_bytes + end)
+                if end != limit:
+                    raise CompositionConfigError(
+                        f"{self.augmenting.role}: its tokens do not spell the text {self.pending[:cut]!r} they were "
+                        "made from (not a byte-exact tokenizer)"
+                    )
+                self._committed_bytes += limit
+                self.pending = self.pending[cut:]
+                self.ids += new
+        self.visible.append(len(self.ids))
+        return new
+
+
+@dataclass
+class Alignment:
+    """One mA's side of a batch: its committed ids per row and, per anchor token, how many of them it may read."""
+
+    ids: list[list[int]]
+    visible: list[list[int]]
+    ends: list[list[int]]  # byte end of each mA token on the text
+
+    def tensors(self, pad_id: int, anchor_length: int | None = None):
+        """Right-padded [B, S] ids and mask, and [B, T] visible counts (padding rows of the anchor repeat the last)."""
+        import torch
+
+        rows = len(self.ids)
+        width = max((len(r) for r in self.ids), default=0)
+        length = anchor_length if anchor_length is not None else max((len(v) for v in self.visible), default=0)
+        ids = torch.full((rows, width), pad_id, dtype=torch.long)
+        mask = torch.zeros((rows, width), dtype=torch.long)
+        visible = torch.zeros((rows, length), dtype=torch.long)
+        for row, (tokens, counts) in enumerate(zip(self.ids, self.visible)):
+            ids[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+            mask[row, : len(tokens)] = 1
+            visible[row, : len(counts)] = torch.tensor(counts, dtype=torch.long)
+            if counts and len(counts) < length:
+                visible[row, len(counts) :] = counts[-1]
+        return ids, mask, visible
+
+
+class CALMProcessor:
+    """The tokenizers of a cross-tokenizer composition: the anchor's, and one per augmenting model.
+
+    `processor(texts)` tokenizes for the anchor and aligns each mA (input_ids, attention_mask, augmenting_input_ids,
+    augmenting_attention_mask, augmenting_visible); `processor.align(input_ids)` aligns given anchor ids (what a
+    training collator and `CALMForCausalLM` use). With one mA the augmenting entries are tensors; with several, lists
+    of tensors, one per mA.
+    """
+
+    def __init__(self, anchor_tokenizer, augmenting_tokenizers):
+        single = not isinstance(augmenting_tokenizers, (list, tuple))
+        augmenting_tokenizers = [augmenting_tokenizers] if single else list(augmenting_tokenizers)
+        if not augmenting_tokenizers:
+            raise CompositionConfigError("CALMProcessor needs at least one augmenting tokenizer")
+        self.anchor_tokenizer = anchor_tokenizer
+        self.augmenting_tokenizers = augmenting_tokenizers
+        self.anchor_bytes = _prepared(TokenBytes, anchor_tokenizer, "anchor tokenizer")
+        self.anchor_zero_width = frozenset(_added_ids(anchor_tokenizer))  # a BOS the anchor adds is no text
+        self.augmenting = [
+            _prepared(AugmentingTokenizer, t, f"augmenting tokenizer {i}") for i, t in enumerate(augmenting_tokenizers)
+        ]
+        self.augmenting_pad_ids = [_pad_id(t) for t in augmenting_tokenizers]
+        self.anchor_pad_id = _pad_id(anchor_tokenizer)
+
+    # ----- records ----------------------------------------------------------------------------------------------
+    def records(self) -> tuple[dict, list[dict]]:
+        return tokenizer_record(self.anchor_tokenizer), [tokenizer_record(t) for t in self.augmenting_tokenizers]
+
+    # ----- the anchor's text ------------------------------------------------------------------------------------
+    def token_bytes(self, index: int) -> bytes:
+        return b"" if index in self.anchor_zero_width else self.anchor_bytes(index)
+
+    def anchor_spans(self, ids) -> list[tuple[int, int]]:
+        """Byte span of each anchor token on the shared text."""
+        return self.anchor_bytes.spans(ids, self.anchor_zero_width)
+
+    # ----- alignment --------------------------------------------------------------------------------------------
+    def start(self, rows: int) -> list[list[IncrementalAlignment]]:
+        """Decoding state: per mA, one IncrementalAlignment per row."""
+        return [[IncrementalAlignment(a) for _ in range(rows)] for a in self.augmenting]
+
+    def push(self, state, input_ids, attention_mask=None) -> list[list[list[int]]]:
+        """Feed new anchor tokens [B, n] (mask 0 = padding, no text) to a decoding state; per mA, per row, the
+        mA ids they commit."""
+        ids = _as_rows(input_ids)
+        mask = _as_rows(attention_mask) if attention_mask is not None else [[1] * len(r) for r in ids]
+        new = [[[] for _ in ids] for _ in self.augmenting]
+        for row, (tokens, keep) in enumerate(zip(ids, mask)):
+            data = [self.token_bytes(i) if k else b"" for i, k in zip(tokens, keep)]
+            for a, rows in enumerate(state):
+                for chunk in data:
+                    new[a][row] += rows[row].push(chunk)
+        return new
+
+    def align(self, input_ids, attention_mask=None) -> list[Alignment]:
+        """Align whole rows of anchor ids (training, or decoding without a cache): one Alignment per mA."""
+        ids = _as_rows(input_ids)
+        if any(i < 0 for r in ids for i in r):
+            raise CompositionInputError("anchor ids must be non-negative integers (ids past the anchor tokenizer's "
+                                        "vocabulary stand for no text)")
+        state = self.start(len(ids))
+        self.push(state, ids, attention_mask)
+        return [Alignment([r.ids for r in rows], [r.visible for r in rows], [r.ends for r in rows]) for rows in state]
+
+    def augmenting_inputs(self, input_ids, attention_mask=None) -> dict:
+        """The forward() keywords for the augmenting models: tensors for one mA, lists of tensors for several."""
+        length = len(_as_rows(input_ids)[0]) if len(_as_rows(input_ids)) else 0
+        parts = [a.tensors(pad, length) for a, pad in zip(self.align(input_ids, attention_mask), self.augmenting_pad_ids)]
+        names = ("augmenting_input_ids", "augmenting_attention_mask", "augmenting_visible")
+        out = {name: [p[k] for p in parts] for k, name in enumerate(names)}
+        return {k: v[0] for k, v in out.items()} if len(parts) == 1 else out
+
+    def __call__(self, text, *, add_special_tokens: bool = True, padding_side: str = "right", return_tensors="pt"):
+        """Tokenize text (a string or a list) for the anchor, padded on `padding_side`, and align every mA."""
+        from transformers import BatchEncoding
+
+        if return_tensors != "pt":
+            raise CompositionInputError("CALMProcessor returns PyTorch tensors only (return_tensors='pt')")
+        ids, mask = self.anchor_batch(text, add_special_tokens=add_special_tokens, padding_side=padding_side)
+        return BatchEncoding({"input_ids": ids, "attention_mask": mask, **self.augmenting_inputs(ids, mask)})
+
+    def anchor_batch(self, text, *, add_special_tokens: bool = True, padding_side: str = "right"):
+        """The anchor's ids [B, T] and attention mask of a string or a list of strings, padded on `padding_side`."""
+        import torch
+
+        texts = [text] if isinstance(text, str) else list(text)
+        if not texts or not all(isinstance(t, str) for t in texts):
+            raise CompositionInputError("CALMProcessor needs a string or a non-empty list of strings")
+        if padding_side not in ("left", "right"):
+            raise CompositionInputError(f"padding_side must be 'left' or 'right', not {padding_side!r}")
+        rows = self.anchor_tokenizer(texts, add_special_tokens=add_special_tokens)["input_ids"]
+        if any(len(r) == 0 for r in rows):
+            raise CompositionInputError("an empty text gives the anchor no tokens: every text needs at least one")
+        width = max(map(len, rows))
+        ids = torch.full((len(rows), width), self.anchor_pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, tokens in enumerate(rows):
+            where = slice(width - len(tokens), width) if padding_side == "left" else slice(0, len(tokens))
+            ids[row, where] = torch.tensor(tokens)
+            mask[row, where] = 1
+        return ids, mask
+
+    def save_pretrained(self, directory):
+        """anchor_tokenizer/ and augmenting_tokenizer_<i>/ under `directory` (a saved composition holds them)."""
+        from pathlib import Path
+
+        self.anchor_tokenizer.save_pretrained(Path(directory) / "anchor_tokenizer")
+        for i, t in enumerate(self.augmenting_tokenizers):
+            t.save_pretrained(Path(directory) / f"augmenting_tokenizer_{i}")
+
+    @classmethod
+    def from_pretrained(cls, directory) -> "CALMProcessor":
+        """The processor that save_pretrained wrote under `directory`."""
+        from pathlib import Path
+
+        from transformers import AutoTokenizer
+
+        directory = Path(directory)
+        count = sum(1 for _ in directory.glob("augmenting_tokenizer_*"))
+        if not (directory / "anchor_tokenizer").is_dir() or count == 0:
+            raise CompositionConfigError(f"{directory} holds no saved CALMProcessor (anchor_tokenizer/ and "
+                                         "augmenting_tokenizer_0/, ...)")
+        load = AutoTokenizer.from_pretrained
+        return cls(load(directory / "anchor_tokenizer"),
+                   [load(directory / f"augmenting_tokenizer_{i}") for i in range(count)])
+
+
+def _pad_id(tokenizer) -> int:
+    for name in ("pad_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def _as_rows(values) -> list[list[int]]:
+    if hasattr(values, "tolist"):
+        values = values.tolist()
+    if values and isinstance(values[0], int):
+        values = [values]
+    return [list(map(int, r)) for r in values]
