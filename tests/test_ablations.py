@@ -351,3 +351,37 @@ def test_micro_batching_enters_a_run_digest_only_when_set():
         q = copy.deepcopy(p)
         q["worlds"][WORLD]["micro_batches"] = k
         assert (run_digest(q, WORLD, "calm") == before) is same
+
+
+def test_legacy_records_are_adopted_only_when_a_rerun_on_this_build_reproduces_one(tmp_path, monkeypatch):
+    """Records written before they named their bases count again only once a rerun of one of them on the current
+    build gives the same scores and loss log (pipeline/records.py); a rerun that differs leaves them all out."""
+    from pipeline.records import adopt
+    from pipeline.report import build_table, build_digests
+
+    p = compose_params([f"world=[{WORLD}]"])
+    monkeypatch.chdir(tmp_path)
+    _fake(tmp_path, p, {"calm": [60.0, 62.0, 64.0]})
+    sweep = tmp_path / "reports" / WORLD / "sweeps" / "s"
+    for run in sweep.glob("*/run.json"):  # as written before issue 29: no bases
+        record = json.loads(run.read_text())
+        record.pop("bases")
+        run.write_text(json.dumps(dict(record, train_info=dict(record["train_info"], loss_history=[[10, 1.5]]))))
+    assert "2 sweep run(s) trained on other data or base models" in build_table("table5", p)[0]
+    legacy = json.loads((sweep / "calm-seed1" / "run.json").read_text())
+    verify = tmp_path / "reports" / WORLD / "sweeps" / "verify" / "calm-seed1"
+    verify.mkdir(parents=True)
+    for loss, ok in ((1.4, False), (1.5, True)):
+        (verify / "run.json").write_text(json.dumps(dict(legacy, train_info=dict(legacy["train_info"], loss_history=[[10, loss]]))))
+        if not ok:
+            with pytest.raises(PipelineError, match="does not reproduce"):
+                adopt(p, WORLD, verify)
+            assert all("bases" not in json.loads(r.read_text()) for r in sweep.glob("*/run.json"))
+            continue
+        assert len(adopt(p, WORLD, verify)) == 2
+    for run in sweep.glob("*/run.json"):
+        record = json.loads(run.read_text())
+        assert record["bases"] == build_digests(p, WORLD, "calm") and "calm seed 1" in record["bases_adopted"]["verified_by"]
+    (verify / "run.json").unlink()
+    held = {c["model"]: c for c in build_table("table5", p)[2] if c["set"] == "kv_math_test"}
+    assert held["CALM"]["n_seeds"] == 3
