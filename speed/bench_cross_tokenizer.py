@@ -21,6 +21,7 @@ import sysconfig
 import time
 from pathlib import Path
 
+import pipeline  # noqa: F401  (first: it pins the CPU float path before torch loads)
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
