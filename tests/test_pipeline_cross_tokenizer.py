@@ -44,27 +44,38 @@ def _overrides(*more) -> list[str]:
             f"worlds.xtok.models.mA.tokenizer.pretrained={dirs['qwen']}", *more]
 
 
-@pytest.fixture()
-def world(conf_dir, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def built(conf_dir, tmp_path_factory):
     """A workdir with the world's data, its tokenizer (SmolLM2's) and its untrained bases mA (Qwen's) and mB."""
     from pipeline.build_data import build_world_data
     from pipeline.stages import tokenizer_dir
     from pipeline.tokenizer import save_tokenizer, world_tokenizer
     from pipeline.train import train
 
+    workdir = tmp_path_factory.mktemp("built")
+    mp = pytest.MonkeyPatch()
+    mp.chdir(workdir)
+    mp.setenv("WANDB_MODE", "disabled")
+    mp.setenv("CALM_THREADS", "1")
+    try:
+        p = compose_params(_overrides(), conf_dir=conf_dir)
+        build_world_data(p, "xtok")
+        save_tokenizer(world_tokenizer(p, "xtok"), tokenizer_dir("xtok"))
+        train(p, "xtok/mB")
+        train(p, "xtok/mA")
+    finally:
+        mp.undo()
+    return workdir
+
+
+@pytest.fixture()
+def world(conf_dir, built, tmp_path, monkeypatch):
+    """A copy of the built workdir as the cwd; returns a function composing the world's params."""
+    shutil.copytree(built, tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     monkeypatch.setenv("CALM_THREADS", "1")
-
-    def params(*overrides):
-        return compose_params(_overrides(*overrides), conf_dir=conf_dir)
-
-    p = params()
-    build_world_data(p, "xtok")
-    save_tokenizer(world_tokenizer(p, "xtok"), tokenizer_dir("xtok"))
-    train(p, "xtok/mB")
-    train(p, "xtok/mA")
-    return params
+    return lambda *overrides: compose_params(_overrides(*overrides), conf_dir=conf_dir)
 
 
 def _one_line(error) -> str:
@@ -72,7 +83,7 @@ def _one_line(error) -> str:
     return str(error.value)
 
 
-def test_a_cross_tokenizer_composition_trains_on_aligned_rows_saves_its_tokenizers_and_evaluates(world):
+def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_tokenizers_and_evaluates(world, tmp_path):
     from datasets import Dataset
 
     from pipeline.composition import CALMForCausalLM, load_causal_lm
@@ -82,6 +93,8 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_saves_its_tokenize
 
     p = world()
     assert len(load_tokenizer("models/xtok/mA")) > 150_000 and len(load_tokenizer("models/xtok/mB")) < 50_000
+    template = tmp_path.parent / f"{tmp_path.name}-killed"  # the workdir as it is before train@xtok/calm
+    shutil.copytree(tmp_path, template)
     info = train(p, "xtok/calm")
     assert info["steps"] == 6
     saved = Path("models/xtok/calm")
@@ -103,6 +116,20 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_saves_its_tokenize
     predictions = [json.loads(line) for line in Path("reports/xtok/predictions/calm.jsonl").read_text().splitlines()]
     assert len(predictions) == 16
     assert evaluate(p, "xtok/mA")["test"]["n"] == 16  # mA alone, with its own tokenizer (saved beside it)
+
+    # python -m pipeline.train, SIGKILLed while checkpoint-4 is written, then rerun: it resumes from checkpoint-2
+    # (optimizer, RNG, data order) and ends with the weights and train_info.json of the uninterrupted run above
+    dump_params(p, template / "params.yaml")
+    env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(ROOT), CALM_THREADS="1",
+               CALM_PARAMS=str(template / "params.yaml"))
+    run = lambda *args: subprocess.run([sys.executable, *args], cwd=template, env=env, capture_output=True, text=True)  # noqa: E731
+    r = run(str(ROOT / "tests" / "_kill_at.py"), "checkpoint", "4", "xtok/calm")
+    assert r.returncode == -9 and not (template / "models/xtok/calm").exists(), r.stderr[-1500:]
+    r = run("-m", "pipeline.train", "xtok/calm")
+    assert r.returncode == 0 and "resuming from" in r.stderr, r.stderr[-3000:]
+    resumed, straight = load_file(template / saved / "model.safetensors"), load_file(saved / "model.safetensors")
+    assert resumed.keys() == straight.keys() and all(torch.equal(resumed[k], straight[k]) for k in straight)
+    assert (template / saved / "train_info.json").read_text() == (saved / "train_info.json").read_text()
 
 
 def test_bad_cross_tokenizer_conf_is_one_line(world, tmp_path):
