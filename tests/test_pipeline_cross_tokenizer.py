@@ -99,7 +99,13 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_
     assert info["steps"] == 6
     saved = Path("models/xtok/calm")
     assert (saved / "anchor_tokenizer").is_dir() and (saved / "augmenting_tokenizer_0").is_dir()
-    assert json.loads((saved / "train_info.json").read_text())["cross_tokenizer"] is True
+    recorded = json.loads((saved / "train_info.json").read_text())
+    assert recorded["cross_tokenizer"] is True
+    # counted from conf alone as a LoRA's `r: {match: calm}` counts it: each base built on the tokenizer it reads
+    from pipeline.training.kinds import composition_added_parameters
+
+    world_tokenizer = load_tokenizer("models/xtok/tokenizer")
+    assert composition_added_parameters(p, "xtok", "calm", world_tokenizer) == recorded["n_composition_parameters"]
     # the training rows carried mA's own tokens and the alignment (supervised_dataset(..., processor=))
     cached = [Dataset.from_file(str(f)) for f in Path("models/.cache/tokenized").glob("*.arrow")]
     assert any({"augmenting_input_ids_0", "augmenting_visible_0"} <= set(d.column_names) for d in cached)

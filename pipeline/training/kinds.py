@@ -218,6 +218,10 @@ def _built_architecture(params: dict, world: str, name: str, tokenizer, chain=()
     cfg = models[name]
     if name in chain:
         raise PipelineError(f"model {world}/{name}: its init chain loops ({' -> '.join(chain + (name,))})")
+    if cfg.get("tokenizer") is not None and cfg.get("kind") != "composition":  # its own, not the world's
+        from pipeline.tokenizer import model_tokenizer
+
+        tokenizer = model_tokenizer(cfg["tokenizer"], f"worlds.{world}.models.{name}.tokenizer")
     if cfg.get("kind") == "composition":
         raise PipelineError(f"model {world}/{name} is a composition: it cannot be a composition's base")
     init = cfg.get("init", "random")
@@ -243,10 +247,22 @@ def composition_added_parameters(params: dict, world: str, name: str, tokenizer)
         compositions = [m for m, c in models.items() if c.get("kind") == "composition"]
         raise PipelineError(f"{name!r} is not a composition of world {world} (its compositions: "
                             f"{', '.join(compositions) or 'none'}): a LoRA can match only a composition's added parameters")
+    def read_by(base):  # the tokenizer a base reads (declared_tokenizer), from conf
+        from pipeline.tokenizer import model_tokenizer
+
+        declared = declared_tokenizer(params, world, base)
+        return tokenizer if declared is None else model_tokenizer(declared[1], f"worlds.{world}.models.{declared[0]}.tokenizer")
+
     with torch.random.fork_rng():  # counting leaves the caller's random state as it was
-        anchor = _built_architecture(params, world, cfg["anchor"], tokenizer)
-        augmenting = [_built_architecture(params, world, a, tokenizer) for a in cfg["augmenting"]]
+        anchor_tokenizer = read_by(cfg["anchor"])
+        anchor = _built_architecture(params, world, cfg["anchor"], anchor_tokenizer)
+        tokenizers = [read_by(a) for a in cfg["augmenting"]]
+        augmenting = [_built_architecture(params, world, a, t) for a, t in zip(cfg["augmenting"], tokenizers)]
         options = {k: v for k, v in (cfg.get("composition") or {}).items() if v is not None}
+        if any(len(t) != len(anchor_tokenizer) for t in tokenizers):  # different tokenizers: composed as training does
+            from pipeline.composition import CALMProcessor
+
+            options["processor"] = CALMProcessor(anchor_tokenizer, tokenizers)
         if "connections" in options:
             options["connections"] = [[tuple(pair) for pair in conns] for conns in options["connections"]]
         return CALMForCausalLM.from_models(anchor=anchor, augmenting=augmenting, **options).num_composition_parameters()
