@@ -12,6 +12,10 @@ would otherwise spend most of its compute in a 150k-row output head for ids its 
 tokenizer encodes the world's text exactly as the original does (ids renumbered), still encodes any other text (in
 smaller kept pieces), and `vocabulary_map.json` beside it says which original id each compact id is, so that a
 pretrained `init` model is cut to the same rows (pipeline/composition/vocabulary.py).
+
+A model may read a pretrained tokenizer of its own instead (`worlds.<w>.models.<m>.tokenizer: {pretrained, gguf_file}`,
+model_tokenizer; its training stage loads it and saves it beside the model): pipeline/training/kinds.py composes
+such a model with an anchor on another tokenizer as a cross-tokenizer composition.
 """
 from __future__ import annotations
 
