@@ -117,6 +117,24 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_
     with torch.no_grad():
         assert not torch.allclose(calm(input_ids=ids).logits, anchor(input_ids=ids).logits)
 
+    # generate_texts (what evaluation calls: left-padded batch, the composition aligning mA step by step with a cache)
+    # = greedy decoding of each prompt alone without a cache (every step aligns the whole row again)
+    from pipeline.generation import generate_texts
+
+    tokenizer = load_tokenizer("models/xtok/tokenizer")
+    prompts = ["abcd>", "def f(x):\n    return x  # «é» 世界>", "hg fe>"]
+    expected = []
+    for prompt in prompts:
+        row = tokenizer(prompt, return_tensors="pt")["input_ids"]
+        n = row.shape[1]
+        with torch.no_grad():
+            for _ in range(4):
+                row = torch.cat([row, calm(input_ids=row).logits[:, -1:].argmax(-1)], dim=1)
+                if row[0, -1] == tokenizer.eos_token_id:
+                    break
+        expected.append(tokenizer.decode(row[0, n:], skip_special_tokens=True))
+    assert generate_texts(calm, tokenizer, prompts, max_new_tokens=4, batch_size=3, progress=False) == expected
+
     metrics = evaluate(p, "xtok/calm")  # generate_texts on the composition, with the anchor's (world's) tokenizer
     assert metrics["test"]["n"] == 16 and json.loads(Path("reports/xtok/metrics/calm.json").read_text())["metrics"]["test"]
     predictions = [json.loads(line) for line in Path("reports/xtok/predictions/calm.jsonl").read_text().splitlines()]
