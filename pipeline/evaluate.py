@@ -61,7 +61,7 @@ def evaluate(params: dict, key: str) -> dict:
     import torch
 
     from pipeline.tokenizer import load_tokenizer
-    from pipeline.training.kinds import load_trained_model
+    from pipeline.training.kinds import declared_tokenizer, load_trained_model
     from pipeline.training.trainer import require_device, set_threads
 
     world, name, _ = model_spec(params, key)
@@ -71,7 +71,9 @@ def evaluate(params: dict, key: str) -> dict:
     runtime = params.get("runtime") or {}
     require_device(runtime)
     set_threads(runtime)
-    tokenizer = load_tokenizer(tokenizer_dir(world))
+    # the world's tokenizer, or the model's own (its training saved the one it read beside it: kinds.declared_tokenizer)
+    own = declared_tokenizer(params, world, name) is not None
+    tokenizer = load_tokenizer(model_dir(world, name) if own else tokenizer_dir(world))
     model = load_trained_model(model_dir(world, name))
     model.eval()
     if runtime.get("device") == "cuda":

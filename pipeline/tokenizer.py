@@ -12,6 +12,10 @@ would otherwise spend most of its compute in a 150k-row output head for ids its 
 tokenizer encodes the world's text exactly as the original does (ids renumbered), still encodes any other text (in
 smaller kept pieces), and `vocabulary_map.json` beside it says which original id each compact id is, so that a
 pretrained `init` model is cut to the same rows (pipeline/composition/vocabulary.py).
+
+A model may read a pretrained tokenizer of its own instead (`worlds.<w>.models.<m>.tokenizer: {pretrained, gguf_file}`,
+model_tokenizer; its training stage loads it and saves it beside the model): pipeline/training/kinds.py composes
+such a model with an anchor on another tokenizer as a cross-tokenizer composition.
 """
 from __future__ import annotations
 
@@ -228,6 +232,30 @@ def _world_texts(name: str, restrict) -> list[str]:
     return [t for r in rows for t in (r["prompt"], r["target"], r["prompt"] + r["target"])]
 
 
+def pretrained_tokenizer(tcfg: dict):
+    """A pretrained model's tokenizer (`pretrained: <dir | hub id | pkg:...>`, `gguf_file`), padding on the left
+    with <eos> where it has no pad token."""
+    from pipeline.composition.base_models import load_tokenizer as load_pretrained_tokenizer
+
+    tok = load_pretrained_tokenizer(tcfg["pretrained"], tcfg.get("gguf_file"))
+    if tok.pad_token is None:  # batched generation and the training collator pad
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    return tok
+
+
+MODEL_TOKENIZER_KEYS = ("pretrained", "gguf_file")
+
+
+def model_tokenizer(tcfg, where: str):
+    """The tokenizer a model declares for itself (`worlds.<w>.models.<m>.tokenizer: {pretrained, gguf_file}`) in place
+    of the world's: a pretrained one, as is (a cross-tokenizer composition aligns it to its anchor's)."""
+    if not isinstance(tcfg, dict) or not tcfg.get("pretrained") or set(tcfg) - set(MODEL_TOKENIZER_KEYS):
+        raise PipelineError(f"{where} must be {{pretrained: <dir | hub id | pkg:...>, gguf_file: <file or null>}} "
+                            f"(a model's own tokenizer is a pretrained one, used as is), not {tcfg!r}")
+    return pretrained_tokenizer(tcfg)
+
+
 def world_tokenizer(params: dict, name: str):
     """The tokenizer a world's conf asks for (not yet saved)."""
     tcfg = params["worlds"][name].get("tokenizer") or {}
@@ -251,12 +279,7 @@ def world_tokenizer(params: dict, name: str):
         world = get_world(params, name)
         return build_tokenizer(world.vocabulary(params["worlds"][name]["data"]))
     if tcfg.get("pretrained"):
-        from pipeline.composition.base_models import load_tokenizer as load_pretrained_tokenizer
-
-        tok = load_pretrained_tokenizer(tcfg["pretrained"], tcfg.get("gguf_file"))
-        if tok.pad_token is None:  # batched generation and the training collator pad
-            tok.pad_token = tok.eos_token
-        tok.padding_side = "left"
+        tok = pretrained_tokenizer(tcfg)
         restrict = tcfg.get("restrict")
         if restrict not in (None, False):
             tok = restrict_tokenizer(tok, _world_texts(name, restrict), str(tcfg["pretrained"]))

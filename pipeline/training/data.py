@@ -234,18 +234,21 @@ def anchor_replay_rows(params: dict, world: str, cfg: dict, n_composition_rows: 
     return [pool[i] for i in order[:k]]
 
 
-def composition_mix(params: dict, world: str, cfg: dict, rows: list[dict], tokenizer, loss_until: str | None = None):
+def composition_mix(params: dict, world: str, cfg: dict, rows: list[dict], tokenizer, loss_until: str | None = None,
+                    processor=None):
     """D_C (`rows`, tokenised with loss_until) mixed with the anchor's replayed rows as anchor_replay_plan says:
-    (dataset, number of replayed rows, D_C repeats). `cfg["anchor"]` names the anchor whose rows are replayed."""
+    (dataset, number of replayed rows, D_C repeats). `cfg["anchor"]` names the anchor whose rows are replayed.
+    processor: a cross-tokenizer composition's CALMProcessor (every row, replayed ones too, aligned for each mA)."""
     from torch.utils.data import ConcatDataset  # (datasets.concatenate_datasets would dill-hash the features)
 
-    dataset = supervised_dataset(rows, tokenizer, loss_until=loss_until)
+    dataset = supervised_dataset(rows, tokenizer, loss_until=loss_until, processor=processor)
     replay = anchor_replay_rows(params, world, cfg, len(rows))
     if not replay:
         return dataset, 0, 1
     _, repeats = anchor_replay_plan(cfg, len(rows))
     # loss_until applies to D_C's targets only; replayed rows keep their whole target
-    return ConcatDataset([dataset] * repeats + [supervised_dataset(replay, tokenizer)]), len(replay), repeats
+    return (ConcatDataset([dataset] * repeats + [supervised_dataset(replay, tokenizer, processor=processor)]),
+            len(replay), repeats)
 
 
 def mix_description(n_rows: int, repeats: int, n_replay: int) -> str:

@@ -8,6 +8,12 @@ is the one Trainer path (trainer.py) for all of them; `train.steps: 0` saves the
     lora         peft LoRA adapters on an existing model (`init`), the rest frozen; saved as an adapter
     composition  CALM: frozen `anchor` and `augmenting` siblings, `composition:` straight into CALMConfig
 
+A model reads the world's tokenizer unless it declares its own, `tokenizer: {pretrained: <dir | hub id | pkg:...>,
+gguf_file: ...}` (a pretrained one, as is), or builds on a sibling that does (its `init`; a composition: its
+`anchor`). A composition whose augmenting model reads another tokenizer than its anchor composes them with a
+CALMProcessor (pipeline/composition/alignment.py): each mA reads its own tokens of the same text, in training
+(the aligned dataset) and in generation; the saved composition holds both tokenizers.
+
 Imports of torch/transformers stay inside functions: pipeline/stages.py reads KINDS while composing conf/.
 """
 from __future__ import annotations
@@ -52,10 +58,39 @@ class Stage:
         return isinstance(name, str) and name in self.params["worlds"][self.world]["models"]
 
     def tokenizer(self):
-        from pipeline.tokenizer import load_tokenizer
+        """The tokenizer this model reads: the world's, unless it or the sibling it builds on declares its own
+        (declared_tokenizer): then its own `tokenizer:`, or the one saved beside that sibling."""
+        from pipeline.tokenizer import load_tokenizer, model_tokenizer
         from pipeline.stages import tokenizer_dir
 
-        return load_tokenizer(tokenizer_dir(self.world))
+        declared = declared_tokenizer(self.params, self.world, self.name)
+        if declared is None:
+            return load_tokenizer(tokenizer_dir(self.world))
+        if declared[0] == self.name:
+            return model_tokenizer(declared[1], f"worlds.{self.world}.models.{self.name}.tokenizer")
+        return load_tokenizer(self.sibling_dir(_tokenizer_parent(self.cfg)))
+
+
+def _tokenizer_parent(cfg: dict):
+    """The sibling whose tokenizer a model reads when it declares none: a composition's anchor, else its init."""
+    return cfg.get("anchor") if cfg.get("kind") == "composition" else cfg.get("init")
+
+
+def declared_tokenizer(params: dict, world: str, name: str, chain=()) -> tuple[str, dict] | None:
+    """(the model that declares it, its `tokenizer:` block) for the tokenizer model `name` of `world` reads: its own
+    `tokenizer:`, else that of the sibling it builds on (its `init`; a composition's `anchor`), and so on; None: the
+    world's tokenizer (`worlds.<world>.tokenizer`). A composition declares none: it reads its anchor's."""
+    models = params["worlds"][world]["models"]
+    cfg = models[name]
+    if cfg.get("tokenizer") is not None:
+        if cfg.get("kind") == "composition":
+            raise PipelineError(f"model {world}/{name}: a composition reads its anchor's tokenizer; give `tokenizer:` "
+                                f"to its anchor or augmenting models instead")
+        return name, cfg["tokenizer"]
+    parent = _tokenizer_parent(cfg)
+    if isinstance(parent, str) and parent in models and parent != name and parent not in chain:
+        return declared_tokenizer(params, world, parent, chain + (name,))
+    return None
 
 
 class Kind:
@@ -183,6 +218,10 @@ def _built_architecture(params: dict, world: str, name: str, tokenizer, chain=()
     cfg = models[name]
     if name in chain:
         raise PipelineError(f"model {world}/{name}: its init chain loops ({' -> '.join(chain + (name,))})")
+    if cfg.get("tokenizer") is not None and cfg.get("kind") != "composition":  # its own, not the world's
+        from pipeline.tokenizer import model_tokenizer
+
+        tokenizer = model_tokenizer(cfg["tokenizer"], f"worlds.{world}.models.{name}.tokenizer")
     if cfg.get("kind") == "composition":
         raise PipelineError(f"model {world}/{name} is a composition: it cannot be a composition's base")
     init = cfg.get("init", "random")
@@ -208,10 +247,22 @@ def composition_added_parameters(params: dict, world: str, name: str, tokenizer)
         compositions = [m for m, c in models.items() if c.get("kind") == "composition"]
         raise PipelineError(f"{name!r} is not a composition of world {world} (its compositions: "
                             f"{', '.join(compositions) or 'none'}): a LoRA can match only a composition's added parameters")
+    def read_by(base):  # the tokenizer a base reads (declared_tokenizer), from conf
+        from pipeline.tokenizer import model_tokenizer
+
+        declared = declared_tokenizer(params, world, base)
+        return tokenizer if declared is None else model_tokenizer(declared[1], f"worlds.{world}.models.{declared[0]}.tokenizer")
+
     with torch.random.fork_rng():  # counting leaves the caller's random state as it was
-        anchor = _built_architecture(params, world, cfg["anchor"], tokenizer)
-        augmenting = [_built_architecture(params, world, a, tokenizer) for a in cfg["augmenting"]]
+        anchor_tokenizer = read_by(cfg["anchor"])
+        anchor = _built_architecture(params, world, cfg["anchor"], anchor_tokenizer)
+        tokenizers = [read_by(a) for a in cfg["augmenting"]]
+        augmenting = [_built_architecture(params, world, a, t) for a, t in zip(cfg["augmenting"], tokenizers)]
         options = {k: v for k, v in (cfg.get("composition") or {}).items() if v is not None}
+        if any(len(t) != len(anchor_tokenizer) for t in tokenizers):  # different tokenizers: composed as training does
+            from pipeline.composition import CALMProcessor
+
+            options["processor"] = CALMProcessor(anchor_tokenizer, tokenizers)
         if "connections" in options:
             options["connections"] = [[tuple(pair) for pair in conns] for conns in options["connections"]]
         return CALMForCausalLM.from_models(anchor=anchor, augmenting=augmenting, **options).num_composition_parameters()
@@ -372,24 +423,59 @@ class Composition(Kind):
         for field in ("anchor", "augmenting"):
             if not stage.cfg.get(field):
                 raise PipelineError(f"model {stage.world}/{stage.name}: kind composition needs `{field}`")
+        processor = self.processor(stage, tokenizer)
         set_seed(stage.seed)
         anchor = load_causal_lm(str(stage.sibling_dir(stage.cfg["anchor"])))  # the saved composition names the path
         augmenting = [load_causal_lm(str(stage.sibling_dir(a))) for a in stage.cfg["augmenting"]]
         options = {k: v for k, v in (stage.cfg.get("composition") or {}).items() if v is not None}
         if "connections" in options:
             options["connections"] = [[tuple(pair) for pair in conns] for conns in options["connections"]]
+        if processor is not None:
+            options["processor"] = processor
         model = CALMForCausalLM.from_models(anchor=anchor, augmenting=augmenting, **options)
-        return model, {"n_composition_parameters": model.num_composition_parameters()}
+        counts = {"n_composition_parameters": model.num_composition_parameters()}
+        return model, ({**counts, "cross_tokenizer": True} if processor is not None else counts)
+
+    def processor(self, stage: Stage, tokenizer):
+        """A CALMProcessor(anchor's tokenizer, each mA's) when an augmenting model reads another tokenizer than the
+        anchor (each mA's is the one saved beside it), else None: the models share one tokenizer, as before. The
+        conf decides whether to look: a world whose models declare no `tokenizer:` of their own never loads one."""
+        if "calm_processor" in stage.__dict__:  # built once per stage (build, then dataset)
+            return stage.__dict__["calm_processor"]
+        from pipeline.composition import CALMProcessor
+        from pipeline.composition.alignment import tokenizer_digest
+        from pipeline.errors import UserError
+        from pipeline.tokenizer import load_tokenizer
+
+        key = f"{stage.world}/{stage.name}"
+        spec = lambda name: (declared_tokenizer(stage.params, stage.world, name) or (None, None))[1]  # noqa: E731
+        processor = None
+        anchor_spec = spec(stage.cfg["anchor"])
+        if any(spec(a) != anchor_spec for a in stage.cfg["augmenting"]):
+            augmenting = [load_tokenizer(stage.sibling_dir(a)) for a in stage.cfg["augmenting"]]
+            if any(tokenizer_digest(t) != tokenizer_digest(tokenizer) for t in augmenting):
+                mode = (stage.cfg.get("composition") or {}).get("mode") or "iterative"
+                if mode != "iterative":
+                    raise PipelineError(f"model {key}: mode {mode} needs the anchor and augmenting models to share one "
+                                        f"tokenizer; a cross-tokenizer composition runs in mode iterative only")
+                try:
+                    processor = CALMProcessor(tokenizer, augmenting)
+                except UserError as error:
+                    raise PipelineError(f"model {key}: {error}") from None
+        stage.__dict__["calm_processor"] = processor
+        return processor
 
     def dataset(self, stage, tokenizer):
         from pipeline.training.data import Collator, composition_mix, data_stems, mix_description, world_rows
 
         rows = world_rows(stage.world, data_stems(stage.cfg))
+        processor = self.processor(stage, tokenizer)
         dataset, n_replay, repeats = composition_mix(stage.params, stage.world, stage.cfg, rows, tokenizer,
-                                                     loss_until=stage.cfg.get("loss_until"))
+                                                     loss_until=stage.cfg.get("loss_until"), processor=processor)
         mode = (stage.cfg.get("composition") or {}).get("mode") or "iterative"
         print(f"{stage.world}/{stage.name}: {mix_description(len(rows), repeats, n_replay)}", file=sys.stderr)
-        return (dataset, Collator(tokenizer.pad_token_id, augmenting_prompt=mode == "encoder"),
+        pads = processor.augmenting_pad_ids if processor is not None else None
+        return (dataset, Collator(tokenizer.pad_token_id, augmenting_prompt=mode == "encoder", augmenting_pad_ids=pads),
                 {"n_training_rows": len(rows), "n_anchor_replay_rows": n_replay})
 
     def inputs(self, stage):
