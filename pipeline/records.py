@@ -64,9 +64,15 @@ def adopt(params: dict, world: str, verifying_dir: Path) -> list[Path]:
         raise PipelineError(f"{record} does not reproduce {twins[0]} (scores {_scores(verify)} vs {_scores(original)}): "
                             f"this build is not the one the records were trained on; rerun the sweeps instead")
     proof = {"verified_by": f"{name} seed {seed} retrained on this build: same scores and loss log as {twins[0]}"}
+    adopted = []
     for path in legacy:
-        atomic_write_json(path, {**json.loads(path.read_text()), "bases": bases, "bases_adopted": proof})
-    return legacy
+        run = json.loads(path.read_text())
+        own = build_digests(params, world, run["model"])
+        # the rerun proves the bases it was trained on; a record built on any other model stays out
+        if own is not None and set(own) <= set(bases):
+            atomic_write_json(path, {**run, "bases": own, "bases_adopted": proof})
+            adopted.append(path)
+    return adopted
 
 
 @cli

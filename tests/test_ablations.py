@@ -361,13 +361,13 @@ def test_legacy_records_are_adopted_only_when_a_rerun_on_this_build_reproduces_o
 
     p = compose_params([f"world=[{WORLD}]"])
     monkeypatch.chdir(tmp_path)
-    _fake(tmp_path, p, {"calm": [60.0, 62.0, 64.0]})
+    _fake(tmp_path, p, {"calm": [60.0, 62.0, 64.0], "skyline": [1.0, 2.0]})  # the skyline builds on mB only
     sweep = tmp_path / "reports" / WORLD / "sweeps" / "s"
     for run in sweep.glob("*/run.json"):  # as written before issue 29: no bases
         record = json.loads(run.read_text())
         record.pop("bases")
         run.write_text(json.dumps(dict(record, train_info=dict(record["train_info"], loss_history=[[10, 1.5]]))))
-    assert "2 sweep run(s) trained on other data or base models" in build_table("table5", p)[0]
+    assert "calm: 2 sweep run(s) trained on other data or base models" in build_table("table5", p)[0]
     legacy = json.loads((sweep / "calm-seed1" / "run.json").read_text())
     verify = tmp_path / "reports" / WORLD / "sweeps" / "verify" / "calm-seed1"
     verify.mkdir(parents=True)
@@ -378,10 +378,12 @@ def test_legacy_records_are_adopted_only_when_a_rerun_on_this_build_reproduces_o
                 adopt(p, WORLD, verify)
             assert all("bases" not in json.loads(r.read_text()) for r in sweep.glob("*/run.json"))
             continue
-        assert len(adopt(p, WORLD, verify)) == 2
-    for run in sweep.glob("*/run.json"):
+        assert len(adopt(p, WORLD, verify)) == 3
+    for run in sweep.glob("*/run.json"):  # each record gets the digests of its own model's bases
         record = json.loads(run.read_text())
-        assert record["bases"] == build_digests(p, WORLD, "calm") and "calm seed 1" in record["bases_adopted"]["verified_by"]
+        assert record["bases"] == build_digests(p, WORLD, record["model"]) and "calm seed 1" in record["bases_adopted"]["verified_by"]
+    assert set(json.loads((sweep / "skyline-seed1" / "run.json").read_text())["bases"]) == {
+        f"data/{WORLD}", f"models/{WORLD}/tokenizer", f"models/{WORLD}/mB"}
     (verify / "run.json").unlink()
     held = {c["model"]: c for c in build_table("table5", p)[2] if c["set"] == "kv_math_test"}
-    assert held["CALM"]["n_seeds"] == 3
+    assert held["CALM"]["n_seeds"] == 3 and held["skyline"]["n_seeds"] == 2
