@@ -15,6 +15,8 @@ import real_tokenizers
 import torch
 from safetensors.torch import load_file
 
+from toy_worlds import conf_with_world
+
 from pipeline.errors import PipelineError
 from pipeline.params import compose_params, dump_params
 
@@ -32,10 +34,7 @@ def _tokenizer_dirs() -> dict:
 
 @pytest.fixture(scope="module")
 def conf_dir(tmp_path_factory):
-    conf = tmp_path_factory.mktemp("conf") / "conf"
-    shutil.copytree(ROOT / "conf", conf)
-    shutil.copy(ROOT / "tests" / "toy_xtok_world.yaml", conf / "world" / "xtok.yaml")
-    return conf
+    return conf_with_world(tmp_path_factory, "toy_xtok_world.yaml", "xtok")
 
 
 def _overrides(*more) -> list[str]:

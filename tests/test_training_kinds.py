@@ -10,6 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from toy_worlds import conf_with_world
+
 from pipeline.errors import PipelineError, UserError
 from pipeline.params import compose_params
 
@@ -18,10 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def conf_dir(tmp_path_factory):
-    conf = tmp_path_factory.mktemp("conf") / "conf"
-    shutil.copytree(ROOT / "conf", conf)
-    shutil.copy(ROOT / "tests" / "toy_copy_world.yaml", conf / "world" / "copy.yaml")
-    return conf
+    return conf_with_world(tmp_path_factory, "toy_copy_world.yaml", "copy")
 
 
 @pytest.fixture()
