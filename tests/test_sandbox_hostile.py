@@ -112,7 +112,7 @@ def test_reduced_mode_without_root_gives_the_same_verdicts():
 
 def _run_battery_as_nobody(folder):
     copy = folder / "repo"
-    for part in ("pipeline/__init__.py", "pipeline/errors.py", "pipeline/benchmarks",
+    for part in ("pipeline/__init__.py", "pipeline/float_path.py", "pipeline/errors.py", "pipeline/benchmarks",
                  "tests/sandbox_attacks.py"):
         source = REPO_ROOT / part
         target = copy / part
