@@ -31,8 +31,9 @@ bench: setup
 	$(PY) speed/bench_composition.py
 
 # ---- pipeline: DVC stages in dvc.yaml, values from params.yaml (composed from conf/)
-# `make params` recomposes params.yaml from conf/ (e.g. `make params OVERRIDES="preset=micro"`);
-# `dvc exp run -S preset=paper` does the same through DVC's Hydra integration.
+# `make params` recomposes params.yaml from conf/ (e.g. `make params OVERRIDES="world=[kv_arithmetic]"`); another
+# preset (`OVERRIDES="preset=micro"`) gets a workspace of its own, presets/<preset>/, never the published outputs
+# (pipeline/params.py). `dvc exp run -S ...` composes the same way through DVC's Hydra integration.
 DVC := $(VENV)/bin/dvc
 VENV_PATH = PATH="$(abspath $(VENV))/bin:$$PATH"
 .PHONY: params repro table1 table2 table3 table4 table5 figure2

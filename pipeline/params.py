@@ -3,12 +3,22 @@
     python -m pipeline.params [overrides...]     # e.g. preset=micro, world=[kv_arithmetic,copy]
     python -m pipeline.params --check            # exit 2 if params.yaml differs from conf/
 
-The same composition as DVC's Hydra integration (`dvc exp run -S preset=paper`), which also finds the
-pipeline's resolver (pipeline/stages.py) through hydra_plugins/.
+The same composition as DVC's Hydra integration (`dvc exp run -S ...`), which also finds the pipeline's
+resolver (pipeline/stages.py) through hydra_plugins/.
+
+A preset other than the published one (`cpu`) never builds in the published workspace (the checkout whose
+dvc.lock git tracks): its outputs would land on the published data, models, tables and dvc.lock entries, which
+are keyed by world and table name, not by preset. It gets its own workspace instead, `presets/<preset>/`
+(gitignored and .dvcignored): a copy of the checkout's source files (tracked and untracked, as `git ls-files -co
+--exclude-standard` lists them) without the published outputs, with its own git repository, params.yaml,
+dvc.lock and DVC cache. Running `python -m pipeline.params preset=micro` again re-copies the source files and
+keeps what the workspace built.
 """
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Iterable
 
@@ -19,6 +29,11 @@ from pipeline.io import atomic_write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS_FILE = "params.yaml"
+PUBLISHED_PRESET = "cpu"  # conf/config.yaml's default: the preset whose tables, records and dvc.lock are committed
+PRESETS_DIR = "presets"   # presets/<preset>/: another preset's own workspace
+WORKSPACE_MARKER = ".preset-workspace"  # in a preset workspace: the preset it was made for
+# what a preset workspace leaves out of its copy: the published preset's outputs and their lock entries
+PUBLISHED_OUTPUTS = ("dvc.lock", "reports/")
 
 
 def load_params(path: str | os.PathLike | None = None) -> dict:
@@ -77,6 +92,61 @@ def dump_params(params: dict, path: str | os.PathLike = PARAMS_FILE) -> None:
     atomic_write_text(path, text)
 
 
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-c", "user.name=calm", "-c", "user.email=calm@localhost", *args], cwd=root,
+                          capture_output=True, text=True)
+
+
+def is_published_workspace(root: Path) -> bool:
+    """The checkout whose committed dvc.lock holds the published preset's outputs (not a preset workspace, not a
+    scratch copy that git does not track)."""
+    if (root / WORKSPACE_MARKER).exists() or not (root / "dvc.lock").exists():
+        return False
+    return _git(root, "ls-files", "--error-unmatch", "dvc.lock").returncode == 0
+
+
+def preset_workspace(root: Path, preset: str) -> Path:
+    """presets/<preset>/ under `root`, made or refreshed: the checkout's source files copied over (outputs the
+    workspace built are kept), without the published outputs (PUBLISHED_OUTPUTS)."""
+    listed = _git(root, "ls-files", "-co", "--exclude-standard", "-z")
+    if listed.returncode != 0:
+        raise PipelineError(f"cannot list the checkout's files for presets/{preset}/: {listed.stderr.strip()}")
+    work = root / PRESETS_DIR / preset
+    work.mkdir(parents=True, exist_ok=True)
+    for rel in filter(None, listed.stdout.split("\0")):
+        src = root / rel
+        if rel.startswith(f"{PRESETS_DIR}/"):
+            continue
+        if any(rel == o or rel.startswith(o) for o in PUBLISHED_OUTPUTS):
+            if "/sweeps/" in rel:  # the report stages read each world's sweep records: none yet, at this preset
+                (work / rel.split("/sweeps/")[0] / "sweeps").mkdir(parents=True, exist_ok=True)
+            continue
+        if src.is_file():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, work / rel)
+    for keep in ("reports", "data", "models"):
+        (work / keep).mkdir(exist_ok=True)
+    (work / WORKSPACE_MARKER).write_text(preset + "\n")
+    if not (work / ".git").exists():  # DVC needs a git repository; this one never leaves the machine
+        for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", f"preset {preset} workspace")):
+            made = _git(work, *args)
+            if made.returncode != 0:
+                raise PipelineError(f"cannot make presets/{preset}/ a git repository: git {args[0]}: {made.stderr.strip()}")
+    return work
+
+
+def rebase_relative_paths(node, root: Path, work: Path):
+    """params composed at `root`, for a workspace at `work`: every path value written relative to the checkout
+    (./x, ../shared/benchmarks) made relative to the workspace, so that it names the same files there."""
+    if isinstance(node, dict):
+        return {k: rebase_relative_paths(v, root, work) for k, v in node.items()}
+    if isinstance(node, list):
+        return [rebase_relative_paths(v, root, work) for v in node]
+    if isinstance(node, str) and node.startswith(("./", "../")):
+        return os.path.relpath(os.path.normpath(root / node), work)
+    return node
+
+
 @cli
 def main(argv: list[str]) -> None:
     check = "--check" in argv
@@ -86,6 +156,14 @@ def main(argv: list[str]) -> None:
         if load_params(PARAMS_FILE) != params:
             raise PipelineError("params.yaml differs from conf/: run `make params`")
         print("params.yaml matches conf/")
+        return
+    root = Path.cwd()
+    if params["preset"] != PUBLISHED_PRESET and is_published_workspace(root):
+        work = preset_workspace(root, params["preset"])
+        dump_params(rebase_relative_paths(params, root, work), work / PARAMS_FILE)
+        where = work.relative_to(root)
+        print(f"wrote {where / PARAMS_FILE} (preset={params['preset']}): the preset builds in its own workspace, "
+              f"apart from the published {PUBLISHED_PRESET} outputs: cd {where} && dvc repro")
         return
     dump_params(params, PARAMS_FILE)
     print(f"wrote {PARAMS_FILE} (preset={params['preset']})")

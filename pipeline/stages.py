@@ -214,8 +214,23 @@ def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
     return world, name, models[name]
 
 
+def _refuse_other_preset_here(preset) -> None:
+    """`dvc exp run -S preset=micro` in the published workspace would rebuild its data, models, tables and
+    dvc.lock entries with another preset's (pipeline/params.py: preset workspaces): refused before DVC writes
+    params.yaml. Only under DVC's Hydra integration: the pipeline's own composition may name any preset."""
+    import sys
+
+    from pipeline.params import PUBLISHED_PRESET, is_published_workspace
+
+    if "dvc.utils.hydra" in sys.modules and preset not in (None, PUBLISHED_PRESET) and is_published_workspace(Path.cwd()):
+        raise PipelineError(f"preset {preset} would rebuild over the published {PUBLISHED_PRESET} outputs here: "
+                            f"`make params OVERRIDES=preset={preset}` makes its own workspace, presets/{preset}/")
+
+
 def _resolve_dag(*, _root_) -> dict:
     from omegaconf import OmegaConf
+
+    _refuse_other_preset_here(_root_.get("preset"))
 
     plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
     if "seed" in _root_:  # checked with the models' own seeds

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError, UserError
+from pipeline.params import PUBLISHED_PRESET  # the preset whose records and tables are committed
 
 APP = "calm_sweep"
-PUBLISHED_PRESET = "cpu"  # conf/config.yaml's default: the preset whose records and tables are committed
 
 
 @dataclass

@@ -141,12 +141,12 @@ def test_dvc_hydra_integration_composes_the_same_params(tmp_path):
     out = tmp_path / "params.yaml"
     code = ("from dvc.utils.hydra import compose_and_dump; "
             f"compose_and_dump({str(out)!r}, {str(ROOT / 'conf')!r}, None, 'config', {str(ROOT)!r}, "
-            "['preset=micro', 'worlds.kv_arithmetic.models.calm.seed=1'])")
+            "['worlds.kv_arithmetic.models.calm.seed=1'])")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert r.returncode == 0, r.stderr[-2000:]
     with open(out) as f:
-        assert yaml.safe_load(f) == compose_params(["preset=micro", "worlds.kv_arithmetic.models.calm.seed=1"])
+        assert yaml.safe_load(f) == compose_params(["worlds.kv_arithmetic.models.calm.seed=1"])
 
 
 def test_the_paper_preset_fails_before_any_data_is_built(tmp_path):
@@ -166,3 +166,43 @@ def test_the_paper_preset_fails_before_any_data_is_built(tmp_path):
         r = subprocess.run([sys.executable, "-m", "pipeline.build_data", world], cwd=work, env=env, capture_output=True, text=True)
         assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and message in r.stderr, r.stderr[-2000:]
         assert not (work / "data").exists()
+
+
+def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one(tmp_path):
+    """Issue 29: a micro-preset `make params` + `dvc repro` rewrote the committed params.yaml, tables, metrics and
+    dvc.lock entries. In a checkout whose dvc.lock git tracks, another preset now gets presets/<preset>/ (its own
+    git repository, params.yaml, dvc.lock and outputs), and DVC's `-S preset=...` is refused there in one line."""
+    from tests.fresh_repo import _copy_repo
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _copy_repo(repo)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "published"]):
+        subprocess.run(git + args, cwd=repo, check=True)
+    published = {p: (repo / p).read_bytes() for p in ("params.yaml", "dvc.lock", "reports/table1.md")}
+    make = [sys.executable, "-m", "pipeline.params", "preset=micro", "world=[kv_arithmetic]"]
+    r = subprocess.run(make, cwd=repo, capture_output=True, text=True)
+    assert r.returncode == 0 and "presets/micro" in r.stdout, r.stderr[-2000:]
+    work = repo / "presets" / "micro"
+    assert load_params(work / "params.yaml") == compose_params(["preset=micro", "world=[kv_arithmetic]"])
+    assert not (work / "dvc.lock").exists() and not (work / "reports" / "table1.md").exists()
+    assert (work / "reports" / "kv_arithmetic" / "sweeps").is_dir()  # the report stage reads it (no records yet)
+    assert (work / "pipeline" / "params.py").read_bytes() == (repo / "pipeline" / "params.py").read_bytes()
+    (work / "data" / "built").write_text("kept")  # what the workspace built survives a refresh
+    assert subprocess.run(make, cwd=repo, capture_output=True).returncode == 0
+    assert (work / "data" / "built").read_text() == "kept"
+    assert {p: (repo / p).read_bytes() for p in published} == published
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout == ""
+
+    # DVC's Hydra integration (`dvc exp run -S preset=micro`): refused in the published workspace before it writes
+    # params.yaml; allowed in the preset's own
+    code = ("import os, sys; from dvc.utils.hydra import compose_and_dump; "
+            "compose_and_dump('params.yaml', os.path.abspath('conf'), None, 'config', os.getcwd(), sys.argv[1:])")
+    here = subprocess.run([sys.executable, "-c", code, "preset=micro", "world=[kv_arithmetic]"], cwd=repo,
+                          capture_output=True, text=True)
+    assert here.returncode != 0 and "make params OVERRIDES=preset=micro" in here.stderr, here.stderr[-2000:]
+    assert (repo / "params.yaml").read_bytes() == published["params.yaml"]
+    there = subprocess.run([sys.executable, "-c", code, "preset=micro", "world=[kv_arithmetic]"], cwd=work,
+                           capture_output=True, text=True)
+    assert there.returncode == 0, there.stderr[-2000:]
