@@ -2,7 +2,7 @@
 changes and never when code it does not run changes (dvc.yaml lists them through `dvc_stages.*.code`).
 
 A module's closure is every `pipeline` module it imports, at any depth and from any scope (the package imports
-inside functions, which a stage still runs), plus every file of `pipeline/` whose name its source mentions: the
+inside functions, which a stage still runs), plus every file of `pipeline/` whose name its code holds in a string (not a docstring or comment): the
 code sandbox starts `_sandbox_boot.py` as a script, and a world reads `resources/udhr_char_stats.json`. A world
 module is added by its stages explicitly: they import it by the name conf/ gives (pipeline/worlds/__init__.py).
 """
@@ -40,10 +40,20 @@ def _imported(module: str, path: Path, tree: ast.Module) -> list[str]:
     return [n for n in names if n.split(".")[0] == PACKAGE]
 
 
-def _mentioned(path: Path, text: str) -> list[Path]:
-    """Files of pipeline/ (beside this one or in a folder below it) whose name the source mentions."""
+def _code_strings(tree: ast.Module) -> str:
+    """The string constants the code itself holds (f-string parts included), docstrings and comments left out: a
+    file named in prose (`see pipeline/sweep.py`) is not one the module runs or reads."""
+    bodies = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, bodies) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return "\n".join(n.value for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings)
+
+
+def _mentioned(path: Path, tree: ast.Module) -> list[Path]:
+    """Files of pipeline/ (beside this one or in a folder below it) whose name the code names in a string."""
     found = []
-    for name in set(_FILE_NAME.findall(text)):
+    for name in set(_FILE_NAME.findall(_code_strings(tree))):
         for candidate in (path.parent / name, *path.parent.glob(f"*/{name}")):
             if candidate.is_file() and candidate != path:
                 found.append(candidate)
@@ -82,7 +92,7 @@ def closure(module: str) -> tuple[str, ...]:
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         tree = ast.parse(text)
         todo_modules += _imported(name, path, tree)
-        todo_files += _mentioned(path, text) + _sibling_imports(path, tree)
+        todo_files += _mentioned(path, tree) + _sibling_imports(path, tree)
     return tuple(sorted(str(p.relative_to(ROOT)) for p in seen))
 
 

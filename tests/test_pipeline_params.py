@@ -107,6 +107,9 @@ def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
     loaded = {str(Path(f).resolve().relative_to(ROOT)) for f in r.stdout.split()}
     assert loaded and loaded <= code, sorted(loaded - code)
     assert {"pipeline/tokenizer.py", "pipeline/stages.py", "pipeline/float_path.py"} <= code
+    # and nothing it does not run: a file named in a docstring or comment (stages.py's prose names sweep.py) is not
+    # a dependency, so editing the sweep tool leaves every published stage current
+    assert "pipeline/sweep.py" not in code
     if entry == "pipeline.evaluate":  # the sandbox's scripts run as processes of their own, never imported
         assert {"pipeline/worlds/code_dialect.py", "pipeline/benchmarks/_sandbox_boot.py",
                 "pipeline/benchmarks/_sandbox_protocol.py"} <= code
