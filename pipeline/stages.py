@@ -5,7 +5,7 @@ reports (`reports.<table>.blocks.<world>`). DVC's `foreach` needs flat maps, so 
 derived from those declarations by the OmegaConf resolver `calm_dag` (register_resolver(): DVC's Hydra integration
 calls it through `hydra_plugins/calm_pipeline`, `make params` through pipeline.params.compose_params):
 
-    dvc_stages.data      {<world>: {module_file}}                        build_data@<world>, build_tokenizer@<world>
+    dvc_stages.data      {<world>: {inputs, code, tokenizer_code}}       build_data@<world>, build_tokenizer@<world>
     dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related, execution}}  train@<world>/<model>
     dvc_stages.evaluate  {<world>/<model>: {world, name}}                               evaluate@<world>/<model>
     dvc_stages.report    {<table>: {worlds, metrics}}                                         report@<table>
@@ -140,8 +140,7 @@ def derive(params: dict) -> dict:
         if not isinstance(wcfg, dict) or "module" not in wcfg:
             raise PipelineError(f"worlds.{world} has no `module`: is conf/world/{world}.yaml selected (world=[...])?")
         module = wcfg["module"]
-        data[world] = {"module_file": _module_file(module),
-                       "inputs": _pad(_benchmark_inputs(params, world), INPUT_SLOTS, f"worlds.{world} benchmark files",
+        data[world] = {"inputs": _pad(_benchmark_inputs(params, world), INPUT_SLOTS, f"worlds.{world} benchmark files",
                                       _module_file(module)),
                        "code": _code(f"build_data@{world}", "pipeline.build_data", module),
                        "tokenizer_code": _code(f"build_tokenizer@{world}", "pipeline.tokenizer", module)}
