@@ -24,7 +24,7 @@ from typing import Iterable
 
 from pipeline.checks import check_params
 from pipeline.cli import cli
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, UserError
 from pipeline.io import atomic_write_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,11 +98,15 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def is_published_workspace(root: Path) -> bool:
-    """The checkout whose committed dvc.lock holds the published preset's outputs (not a preset workspace, not a
-    scratch copy that git does not track)."""
-    if (root / WORKSPACE_MARKER).exists() or not (root / "dvc.lock").exists():
+    """A checkout of the published preset: its params.yaml names it and git tracks its dvc.lock (not a preset
+    workspace, not a copy already composed for another preset, not a scratch directory git does not track)."""
+    if (root / WORKSPACE_MARKER).exists() or not (root / "dvc.lock").exists() or not (root / PARAMS_FILE).exists():
         return False
-    return _git(root, "ls-files", "--error-unmatch", "dvc.lock").returncode == 0
+    try:
+        current = load_params(root / PARAMS_FILE).get("preset")
+    except UserError:  # an unreadable params.yaml is rewritten where it is
+        return False
+    return current == PUBLISHED_PRESET and _git(root, "ls-files", "--error-unmatch", "dvc.lock").returncode == 0
 
 
 def preset_workspace(root: Path, preset: str) -> Path:
