@@ -84,11 +84,23 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
     return check_params(params)
 
 
+def _shared_lists(node, seen: dict):
+    """The same params with every repeated long list one shared object, which YAML writes once (an anchor) and then
+    refers to (aliases): the stage maps repeat each stage's source file list (dvc_stages.*.code), and DVC parses
+    params.yaml once per stage that has params, in pure Python, so its size is most of a no-op `dvc repro`."""
+    if isinstance(node, dict):
+        return {k: _shared_lists(v, seen) for k, v in node.items()}
+    if isinstance(node, list):
+        node = [_shared_lists(v, seen) for v in node]
+        return seen.setdefault(repr(node), node) if len(node) >= 8 else node
+    return node
+
+
 def dump_params(params: dict, path: str | os.PathLike = PARAMS_FILE) -> None:
     import yaml
 
     text = "# GENERATED from conf/ by `make params` (or DVC's Hydra integration): do not edit by hand.\n"
-    text += yaml.safe_dump(params, sort_keys=False, default_flow_style=None, width=100)
+    text += yaml.safe_dump(_shared_lists(params, {}), sort_keys=False, default_flow_style=None, width=100)
     atomic_write_text(path, text)
 
 
