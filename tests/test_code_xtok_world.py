@@ -208,3 +208,21 @@ def test_code_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute(tmp_
     assert "Dev slices" in md and "HumanEval items 4-5" in md
     table = Path("reports/table4_xtok.csv").read_text()
     assert {"mA", "mB", "CALM", "LoRA", "mB+Code"} <= {line.split(",")[5] for line in table.splitlines()[1:]}
+
+
+def test_bad_dev_slice_and_bits_per_byte_settings_fail_in_one_line(tmp_path):
+    from pipeline.worlds import code
+
+    cfg = compose_params(WORLD + ["preset=micro", f"worlds.code_xtok.data.benchmarks_dir={BENCHMARKS}"])["worlds"]["code_xtok"]["data"]
+    for patch, words in (({"benchmark_dev": {"cc_dev": 0}}, "benchmark_dev must map"),
+                         ({"benchmark_dev": {"c2t_dev": 3}}, "benchmark_dev must map"),
+                         ({"benchmark_limits": {"cc_test": None}}, "needs eval_sets: benchmarks and a benchmark_limits.cc_test"),
+                         ({"eval_sets": "synthetic", "benchmark_dev": None, "bits_per_byte": {"code": True}},
+                          "bits_per_byte.code scores the benchmarks' reference solutions: it needs eval_sets: benchmarks"),
+                         ({"bits_per_byte": {"code": True, "prose": -1}}, "bits_per_byte must be"),
+                         ({"bits_per_byte": {"prose": 2, "texts": 3}}, "bits_per_byte must be"),
+                         ({"bits_per_byte": {"code": False, "prose": 10 ** 6}}, "held-out GSM8K questions"),
+                         ({"composition": {**cfg["composition"], "tasks": {"cc_doc": 1, "docs": 1}}}, "composition.tasks")):
+        with pytest.raises(PipelineError) as e:
+            code.build({**cfg, **patch}, tmp_path, 0)
+        assert words in str(e.value) and "\n" not in str(e.value), (patch, str(e.value))
