@@ -18,7 +18,7 @@ from pipeline.errors import PipelineError
 from pipeline.generation import generate_texts
 from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 from pipeline.params import load_params
-from pipeline.scoring import get_metric
+from pipeline.scoring import LIKELIHOOD_METRICS, get_metric
 from pipeline.stages import evaluated_models, metrics_path, model_dir, model_spec, tokenizer_dir
 from pipeline.tracking import wandb_run
 
@@ -27,12 +27,36 @@ def predictions_path(world: str, name: str) -> Path:
     return Path("reports") / world / "predictions" / f"{name}.jsonl"
 
 
+def per_item_outcomes(rows: list[dict], records: list[dict]) -> dict[str, int]:
+    """{row id: 1 if its first completion passed (pass_at_k) or was correct, else 0}: what a paired test over items
+    reads (a set that asks for it with `per_item: true`; its rows need unique ids)."""
+    ids = [r.get("id") for r in rows]
+    if None in ids or len(set(ids)) != len(ids):
+        raise PipelineError("evaluation set with per_item: true needs a unique `id` on every row")
+    out = {}
+    for i, rec in zip(ids, records):
+        if "passed" in rec:
+            out[str(i)] = int(bool(rec["passed"][0]))
+        elif "correct" in rec:
+            out[str(i)] = int(bool(rec["correct"]))
+        else:
+            raise PipelineError("per_item: true is for pass_at_k and exact-match-like metrics (one verdict per row)")
+    return out
+
+
 def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, progress=True):
     """-> (metrics {set: summary}, prediction records) for rows already loaded."""
     metrics, records = {}, []
     for set_name, rows in sets.items():
         scfg = ecfg["sets"][set_name] or {}
         scorer = get_metric(scfg.get("metric", "exact_match"))
+        if scfg.get("metric") in LIKELIHOOD_METRICS:  # the model's probabilities of the rows' text: nothing generated
+            t0 = time.time()
+            summary, per_row = scorer(model, tokenizer, rows, scfg)
+            metrics[set_name] = {"metric": scfg["metric"], **summary, "n": len(rows), "seconds": round(time.time() - t0, 1)}
+            records += [{"set": set_name, **({"id": r["id"]} if "id" in r else {}), **rec} for r, rec in zip(rows, per_row)]
+            print(f"{set_name}: {metrics[set_name]['score']:.4f} {scfg['metric']} (n={len(rows)})", file=sys.stderr)
+            continue
         n_samples = int(scfg.get("n_samples", 1))
         for key in ("max_new_tokens", "batch_size"):
             if scfg.get(key) is None and ecfg.get(key) is None:
@@ -50,6 +74,8 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
         summary, per_row = scorer(rows, outs, scfg)
         metrics[set_name] = {"metric": scfg.get("metric", "exact_match"), **summary, "n": len(rows),
                              "seconds": round(time.time() - t0, 1)}
+        if scfg.get("per_item"):  # each row's outcome, for the report's paired tests (pipeline/report.py)
+            metrics[set_name]["per_item"] = per_item_outcomes(rows, per_row)
         for r, rec in zip(rows, per_row):
             records.append({"set": set_name, **({"id": r["id"]} if "id" in r else {}), "prompt": r["prompt"],
                             "target": r["target"], **rec})

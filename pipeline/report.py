@@ -27,7 +27,7 @@ from pipeline.training.data import anchor_replay_setting
 from pipeline.worlds import get_world
 
 METRIC_NAMES = {"exact_match": "exact match (%)", "chrf": "chrF1", "chrf2": "chrF2", "gsm_accuracy": "accuracy (%)",
-                "pass_at_k": "pass@1 (%)"}
+                "pass_at_k": "pass@1 (%)", "bits_per_byte": "bits per byte (lower is better)"}
 
 
 def _fmt(x) -> str:
@@ -370,6 +370,59 @@ def _parity_line(world: str, cols: dict, runs: dict) -> list[str]:
     return lines
 
 
+def mcnemar_exact(first: list[int], second: list[int]) -> tuple[int, int, float]:
+    """The exact McNemar test of two models' verdicts on the same items (1 = solved): (items only the first solves,
+    items only the second solves, two-sided p). Under the null each discordant item is the first's with probability
+    1/2: p = min(1, 2 * P[Binomial(b + c, 1/2) <= min(b, c)]); no discordant item gives p = 1."""
+    from math import comb
+
+    if len(first) != len(second):
+        raise PipelineError(f"paired test: {len(first)} verdicts against {len(second)}")
+    b = sum(1 for x, y in zip(first, second) if x and not y)
+    c = sum(1 for x, y in zip(first, second) if y and not x)
+    n = b + c
+    if n == 0:
+        return b, c, 1.0
+    tail = sum(comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
+    return b, c, min(1.0, 2 * tail)
+
+
+def _paired_lines(world: str, block: dict, rows: list[dict], runs: dict) -> list[str]:
+    """`paired: [[A, B], ...]` (column titles): an exact McNemar test over the items of each pass@1 row whose set
+    records its per-item verdicts (`per_item: true`), on each column's default run, and over those rows pooled."""
+    lines = []
+    for pair in block.get("paired") or []:
+        if len(pair) != 2 or any(t not in block["columns"] for t in pair):
+            raise PipelineError(f"reports: block {world}'s paired entry {pair!r} must name two of its columns "
+                                f"({', '.join(block['columns'])})")
+        a, b = pair
+        if not runs[a] or not runs[b]:
+            lines.append(f"paired test {a} vs {b}: not run (a column has no run)")
+            continue
+        ma, mb = runs[a][0]["metrics"], runs[b][0]["metrics"]
+        parts, pooled_a, pooled_b, names = [], [], [], []
+        for row in rows:
+            ia, ib = (ma.get(row["set"]) or {}).get("per_item"), (mb.get(row["set"]) or {}).get("per_item")
+            if ia is None or ib is None or row.get("group") is not None or row["set"] in names:
+                continue
+            if set(ia) != set(ib):
+                raise PipelineError(f"paired test {a} vs {b}: set {row['set']} holds other items in the two runs")
+            keys = sorted(ia)
+            va, vb = [ia[k] for k in keys], [ib[k] for k in keys]
+            only_a, only_b, pv = mcnemar_exact(va, vb)
+            parts.append(f"{row['set']} (n={len(keys)}): {a} alone solves {only_a}, {b} alone {only_b}, p = {pv:.3g}")
+            pooled_a += va
+            pooled_b += vb
+            names.append(row["set"])
+        if not parts:
+            continue
+        if len(names) > 1:
+            only_a, only_b, pv = mcnemar_exact(pooled_a, pooled_b)
+            parts.append(f"pooled {' + '.join(names)} (n={len(pooled_a)}): {only_a} vs {only_b}, p = {pv:.3g}")
+        lines.append(f"paired test {a} vs {b} (exact McNemar, two-sided, over problems, default runs): " + "; ".join(parts))
+    return lines
+
+
 def _fmt_cell(mean, std, n, paper=None, has_paper=False) -> str:
     if not n:
         return "not run"
@@ -456,6 +509,8 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
         body.write(f"- runs: {', '.join(sources) or 'none'} (default = the DVC stage's output; sweep = "
                    f"`python -m pipeline.sweep`, reports/{world}/{SWEEPS}/<sweep>/)\n")
         for line in _parity_line(world, cols, runs):
+            body.write(f"- {line}\n")
+        for line in _paired_lines(world, block, rows, runs):
             body.write(f"- {line}\n")
         cost = []
         for title, name in cols.items():

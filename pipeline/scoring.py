@@ -8,6 +8,7 @@ sacrebleu chrF, GSM answer extraction, and sandboxed execution with the unbiased
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from pipeline.errors import PipelineError
@@ -131,7 +132,65 @@ def _is_name_map(value) -> bool:
     return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
-METRICS = {"exact_match": exact_match, "chrf": chrf, "gsm_accuracy": gsm_accuracy, "pass_at_k": pass_at_k}
+def text_bits(model, tokenizer, text: str, context_token: str | None = None) -> tuple[float, int]:
+    """(-log2 p(text), number of tokens scored) under `model` reading `text` in `tokenizer`'s own tokens, each token
+    conditioned on the ones before it and on one context token in front: `context_token` (a token string of the
+    tokenizer, e.g. a document separator) or else the tokenizer's BOS, else its EOS. Every token of the text is
+    scored, none of the context: dividing by the text's UTF-8 bytes gives bits per byte, comparable across
+    tokenizers (a composition is scored in its anchor's tokens)."""
+    import torch
+
+    if context_token is not None:
+        start = tokenizer.convert_tokens_to_ids(context_token)
+        # an unknown token maps to the unknown-token id, whose string is another (SmolLM2's unk is <|endoftext|> itself)
+        if start is None or tokenizer.convert_ids_to_tokens(start) != context_token:
+            raise PipelineError(f"metric bits_per_byte: context_token {context_token!r} is not a token of the model's "
+                                f"tokenizer ({getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__})")
+    else:
+        start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        if start is None:
+            raise PipelineError("metric bits_per_byte: the tokenizer has neither a BOS nor an EOS token to condition "
+                                "the first token on; set the set's context_token")
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    if not ids:
+        raise PipelineError("metric bits_per_byte: an empty text has no bytes to score")
+    input_ids = torch.tensor([[int(start)] + list(ids)])
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        logits = model(input_ids=input_ids.to(device)).logits[0, :-1].float()
+    logp = torch.log_softmax(logits, dim=-1).gather(1, input_ids[0, 1:, None].to(device))[:, 0]
+    return float(-logp.sum().item() / math.log(2)), len(ids)
+
+
+def bits_per_byte(model, tokenizer, rows, scfg):
+    """Bits per UTF-8 byte of each row's text (prompt + target: a row with an empty prompt is a whole text), under
+    the model's own tokenizer (text_bits); `score` is the set's total bits over its total bytes (so long texts weigh
+    by their length), `by_group` the same per group; each record has the row's bits and bytes. No generation: the
+    model reads each text once, one row at a time (texts differ widely in length; no padding to mask)."""
+    records, per_group = [], defaultdict(lambda: [0.0, 0])
+    total_bits, total_bytes = 0.0, 0
+    for r in rows:
+        text = r["prompt"] + r["target"]
+        bits, n_tokens = text_bits(model, tokenizer, text, scfg.get("context_token"))
+        n_bytes = len(text.encode("utf-8"))
+        total_bits += bits
+        total_bytes += n_bytes
+        if "group" in r:
+            per_group[r["group"]][0] += bits
+            per_group[r["group"]][1] += n_bytes
+        records.append({"bits": round(bits, 4), "bytes": n_bytes, "tokens": n_tokens,
+                        "bits_per_byte": round(bits / n_bytes, 4)})
+    summary = {"score": round(total_bits / max(total_bytes, 1), 4), "bytes": total_bytes}
+    if per_group:
+        summary["by_group"] = {g: round(b / max(n, 1), 4) for g, (b, n) in sorted(per_group.items())}
+    return summary, records
+
+
+METRICS = {"exact_match": exact_match, "chrf": chrf, "gsm_accuracy": gsm_accuracy, "pass_at_k": pass_at_k,
+           "bits_per_byte": bits_per_byte}
+# metrics that score the model's probabilities of the rows' text (called with the model and its tokenizer), not
+# generated completions
+LIKELIHOOD_METRICS = frozenset({"bits_per_byte"})
 
 
 def get_metric(name: str):

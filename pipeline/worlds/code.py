@@ -171,7 +171,10 @@ WORLD = "code"
 TASKS = ("cc", "t2c", "cc_stdlib", "c2t")
 # D_C may also hold plain code (`composition.tasks.code`): code_train items as they are, the paper's D_C (a slice of
 # mA's code data); format_train stays the four task formats
-COMPOSITION_TASKS = TASKS + ("code",)
+COMPOSITION_TASKS = TASKS + ("code", "cc_doc")
+# cc_doc: a stdlib function (module level, with a docstring) in HumanEval's layout: prompt = its signature and
+# docstring, target = the rest of its body. Real code, the layout of the benchmark's prompts; only D_C draws it
+# (format_train keeps the four formats above, so builds without it are byte-identical to before).
 
 # Which splits each model is meant to train on, and each evaluation split's metric (the lead's conf decides).
 MODEL_DATA = {
@@ -191,6 +194,11 @@ WRONG_BODY = "    return None"   # a completion every execution row's tests must
 # prompts and tests, with conf/benchmark/<name>.yaml's protocol: shots, exemplars, stops)
 EVAL_SET_MODES = ("synthetic", "benchmarks")
 BENCHMARK_SETS = {"cc_test": "humaneval", "t2c_test": "mbpp", "c2t_test": "codexglue"}
+# benchmark_dev: {cc_dev: N, t2c_dev: M} replaces a dev split with the N benchmark items right after its test subset
+# (a dev slice of the benchmark itself, for choices no test problem may make); without it the dev splits stay the
+# synthetic stand-ins
+BENCHMARK_DEV_SETS = {"cc_dev": "cc_test", "t2c_dev": "t2c_test"}
+BENCHMARK_TITLES = {"humaneval": "HumanEval", "mbpp": "MBPP test", "codexglue": "CodeXGLUE Ruby test"}
 
 
 def vocabulary(cfg: dict | None = None) -> list[str]:
@@ -252,6 +260,24 @@ def _check(cfg: dict) -> None:
                             f"{list(code_synth.FAMILIES)}, got {fams}")
     if not 0 < float(cfg["composition"]["fraction"]) <= 1 or not 0 <= float(cfg["mb"]["code_fraction"]) <= 1:
         raise PipelineError("code world: composition.fraction must be in (0, 1] and mb.code_fraction in [0, 1]")
+    dev = cfg.get("benchmark_dev") or {}
+    if not isinstance(dev, dict) or set(dev) - set(BENCHMARK_DEV_SETS) or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in dev.values()):
+        raise PipelineError(f"code world: benchmark_dev must map some of {', '.join(BENCHMARK_DEV_SETS)} to a positive "
+                            f"number of items, got {dev!r}")
+    for split in dev:
+        test = BENCHMARK_DEV_SETS[split]
+        if mode != "benchmarks" or limits.get(test) is None:
+            raise PipelineError(f"code world: benchmark_dev.{split} takes the items after {test}'s subset: it needs "
+                                f"eval_sets: benchmarks and a benchmark_limits.{test}")
+    bpb = cfg.get("bits_per_byte")
+    if bpb is not None:
+        if not isinstance(bpb, dict) or set(bpb) - {"code", "prose"} or not isinstance(bpb.get("code", False), bool) \
+                or isinstance(bpb.get("prose", 0), bool) or not isinstance(bpb.get("prose", 0), int) or bpb.get("prose", 0) < 0:
+            raise PipelineError(f"code world: bits_per_byte must be {{code: true|false, prose: <number of texts>}}, got {bpb!r}")
+        if bpb.get("code") and mode != "benchmarks":
+            raise PipelineError("code world: bits_per_byte.code scores the benchmarks' reference solutions: it needs "
+                                "eval_sets: benchmarks")
     _dialect(cfg)   # a bad dialect block fails here, in one line
 
 
@@ -569,11 +595,14 @@ def benchmark_sets(cfg: dict) -> dict[str, list[dict]]:
     offsets = cfg.get("benchmark_offsets") or {}
     sentinel = "\x00completion\x00"
     out = {}
-    for split, name in BENCHMARK_SETS.items():
+    slices = [(split, name, offsets.get(split, 0), limits.get(split)) for split, name in BENCHMARK_SETS.items()]
+    for dev, n in (cfg.get("benchmark_dev") or {}).items():   # the items right after the test subset
+        test = BENCHMARK_DEV_SETS[dev]
+        slices.append((dev, BENCHMARK_SETS[test], offsets.get(test, 0) + limits[test], n))
+    for split, name, skip, limit in slices:
         bcfg = load_benchmark_config(name)
         task = build_task({**bcfg, "data": {**local[name], "hub_id": None}})
         try:
-            skip, limit = offsets.get(split, 0), limits.get(split)
             items = task.items(None if limit is None else skip + limit)[skip:]
         except BenchmarkError as e:
             raise PipelineError(f"code world: {split} from {name}: {e}") from None
@@ -595,6 +624,37 @@ def benchmark_sets(cfg: dict) -> dict[str, list[dict]]:
                     row["entry_point"] = item.extra["entry_point"]
             rows.append(row)
         out[split] = rows
+    return out
+
+
+def bits_per_byte_sets(cfg: dict, real: dict[str, list[dict]], english_pool: dict[str, list[str]],
+                       english_rows: list[dict]) -> dict[str, list[dict]]:
+    """bits_per_byte: {code: true, prose: N} -> texts whose bits per byte a model is scored on (metric
+    bits_per_byte; rows with an empty prompt: the whole text is scored):
+      bpb_code_test   the reference solution of every test item: HumanEval's prompt + canonical solution (the
+                      whole function), MBPP's reference code (the program its tests run), group = the benchmark
+      bpb_prose_test  N GSM8K train questions (everyday English prose) that english_train does not hold, drawn
+                      with eval_seed (held out of every training split: no model here trains on them)"""
+    spec = cfg.get("bits_per_byte") or {}
+    out = {}
+    if spec.get("code"):
+        rows = []
+        for split in ("cc_test", "t2c_test"):
+            for r in real[split]:
+                text = r["program_prefix"] + r["target"]
+                rows.append({"prompt": "", "target": text, "id": r["id"], "group": BENCHMARK_SETS[split],
+                             "task": "bpb_code"})
+        out["bpb_code_test"] = rows
+    if spec.get("prose"):
+        used = {r["target"] for r in english_rows}
+        pool = [u for u in english_pool.get("gsm8k_train_questions", []) if u not in used]
+        n = int(spec["prose"])
+        if len(pool) < n:
+            raise PipelineError(f"code world: bits_per_byte.prose asks for {n} held-out GSM8K questions, {len(pool)} "
+                                f"are left (english.gsm8k_train_questions must be true)")
+        picked = sorted(_rng(cfg["eval_seed"], "bpb_prose").choice(len(pool), size=n, replace=False))
+        out["bpb_prose_test"] = [{"prompt": "", "target": pool[i], "id": f"gsm8k-train-question:{i}",
+                                  "group": "english_prose", "task": "bpb_prose"} for i in picked]
     return out
 
 
@@ -720,11 +780,32 @@ def _plain_row(item) -> dict:
             "structure": s.structure}
 
 
+def humaneval_layout(f) -> tuple[str, str] | None:
+    """(signature and docstring, rest of the body) of a stdlib function, as HumanEval splits its problems into
+    prompt and canonical solution; None for a method, a function without a docstring or without a body after it."""
+    import ast
+
+    if f.is_method or not f.docstring:
+        return None
+    try:
+        node = ast.parse(f.source).body[0]
+    except SyntaxError:
+        return None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(node.body) < 2:
+        return None
+    lines = f.source.split("\n")
+    head, rest = "\n".join(lines[:node.body[0].end_lineno]) + "\n", "\n".join(lines[node.body[0].end_lineno:])
+    return (head, rest) if rest.strip() else None
+
+
 def _task_row(task: str, item) -> dict | None:
     """A code_train item rendered in a task format, or as plain code (`code`); None if it cannot be asked that way."""
     if task == "code":
         return {**_plain_row(item), "task": "code"}
     kind, obj = item
+    if task == "cc_doc":
+        split = humaneval_layout(obj) if kind == "stdlib" else None
+        return None if split is None else {"prompt": split[0], "target": split[1], "task": "cc_doc", "id": obj.id}
     if task in ("cc", "t2c"):
         if kind != "synthetic":
             return None
@@ -849,13 +930,15 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     if cfg.get("eval_sets", "synthetic") == "benchmarks":
         real = benchmark_sets(cfg)
         evaluation.update(real)
+    scored_texts = bits_per_byte_sets(cfg, real, ev["english"], english_rows) if cfg.get("bits_per_byte") else {}
+    evaluation.update(scored_texts)
     files = {"english_train": english_rows, "code_train": code_train, "mb_code_train": mb_code_train,
              "format_train": format_train, "composition_train": composition, **evaluation}
     dialect = _dialect(cfg)
     if dialect is not None:   # the rows drawn above, their Python renamed (the summary's figures stay the plain ones)
         files, dialect_summary = _files_in_dialect(files, set(evaluation), dialect)
     # the real benchmarks are for a pretrained tokenizer: the summary counts their rows outside the vocabulary
-    _assert_vocabulary({k: v for k, v in files.items() if k not in real})
+    _assert_vocabulary({k: v for k, v in files.items() if k not in real and k not in scored_texts})
     for name, rows in files.items():
         atomic_write_jsonl(out / f"{name}.jsonl", rows)
 
@@ -891,11 +974,19 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     if real:   # (only then: the synthetic build's summary stays byte-identical to what it was before the option)
         summary["eval_sets"] = "benchmarks"
         offsets = cfg.get("benchmark_offsets") or {}   # recorded only when set: other summaries stay as they were
-        summary["benchmark_sets"] = {split: {"benchmark": BENCHMARK_SETS[split], "rows": len(rows),
-                                             "limit": (cfg.get("benchmark_limits") or {}).get(split),
+        dev = cfg.get("benchmark_dev") or {}
+        summary["benchmark_sets"] = {split: {"benchmark": BENCHMARK_SETS[BENCHMARK_DEV_SETS.get(split, split)],
+                                             "rows": len(rows),
+                                             "limit": {**(cfg.get("benchmark_limits") or {}), **dev}.get(split),
                                              "rows_outside_vocabulary": sum(not _in_vocabulary(r) for r in rows)}
                                      | ({"offset": offsets[split]} if offsets.get(split) else {})
+                                     | ({"offset": offsets.get(BENCHMARK_DEV_SETS[split], 0)
+                                         + cfg["benchmark_limits"][BENCHMARK_DEV_SETS[split]]} if split in dev else {})
                                      for split, rows in real.items()}
+    if scored_texts:   # (only then, as above)
+        summary["bits_per_byte_sets"] = {name: {"rows": len(rows), "bytes": sum(len(r["target"].encode()) for r in rows),
+                                                "groups": dict(sorted(Counter(r["group"] for r in rows).items()))}
+                                         for name, rows in scored_texts.items()}
     if dialect is not None:   # (only then: the plain build's summary stays byte-identical)
         summary["dialect"] = dialect_summary
     atomic_write_json(out / "summary.json", summary)
@@ -904,7 +995,28 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
 
 def report_lines(cfg: dict, summary: dict) -> list[str]:
     """Lines under the world's report tables: what the CPU tasks are (and the dialect, when the code is in one)."""
-    return _task_lines(summary) + _dialect_lines(summary)
+    return _task_lines(summary) + _dev_and_bpb_lines(summary) + _dialect_lines(summary)
+
+
+def _dev_and_bpb_lines(summary: dict) -> list[str]:
+    """The benchmark dev slices and the bits-per-byte texts, where the world has them (else nothing: other
+    worlds' reports stay as they were)."""
+    lines = []
+    dev = {s: b for s, b in (summary.get("benchmark_sets") or {}).items() if s in BENCHMARK_DEV_SETS}
+    if dev:
+        lines.append("Dev slices (for choices; no test item tunes anything): " + "; ".join(
+            f"{s} = {BENCHMARK_TITLES[b['benchmark']]} items {b.get('offset', 0) + 1}-{b.get('offset', 0) + b['rows']}"
+            for s, b in dev.items()) + ".")
+    bpb = summary.get("bits_per_byte_sets") or {}
+    if bpb:
+        what = {"bpb_code_test": "the test items' reference solutions (HumanEval: prompt + canonical solution; MBPP: "
+                                 "its reference code)",
+                "bpb_prose_test": "GSM8K train questions held out of every training split (English prose)"}
+        lines.append("Bits per byte (lower is better; tokenizer-independent: -log2 p of a text's tokens under the model's "
+                     "own tokenizer, each conditioned on the tokens before it and one context token, over the text's "
+                     "UTF-8 bytes; a composition in its anchor's tokens): " + "; ".join(
+                         f"{s} = {what.get(s, s)}, {b['rows']} texts, {b['bytes']:,} bytes" for s, b in bpb.items()) + ".")
+    return lines
 
 
 def _dialect_lines(summary: dict) -> list[str]:
