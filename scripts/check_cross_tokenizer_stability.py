@@ -145,7 +145,8 @@ def main():
     total = Counter()
     start = time.perf_counter()
     print(f"anchor {anchor_name}, mA {augmenting_name}")
-    print("| text | texts | cuts | divergences | loose-rule divergences | hidden mA tokens / cut | hidden bytes / cut |")
+    print("| text | texts | cuts | divergences | loose-rule divergences | hidden mA tokens / cut | hidden bytes / cut "
+          "|")
     print("|---|---|---|---|---|---|---|")
     for name, texts in sources.items():
         counts = check(processor, texts)

@@ -98,7 +98,8 @@ def _backend(tokenizer, role: str):
 
 
 SPACE_PIECE = "\u2581"  # "▁": a SentencePiece vocabulary's space
-_BYTE_PIECES = {f"<0x{b:02X}>": b for b in range(256)}  # byte-fallback tokens: one byte of a character the vocabulary lacks
+# byte-fallback tokens: each is one byte of a character the vocabulary lacks
+_BYTE_PIECES = {f"<0x{b:02X}>": b for b in range(256)}
 
 
 def _is_sentencepiece(backend, role: str) -> bool:
@@ -124,7 +125,7 @@ def _is_sentencepiece(backend, role: str) -> bool:
         or normalizers[0].get("content") != SPACE_PIECE
         else f"a decoder that does not write {SPACE_PIECE!r} back as a space" if spaces_back not in decoders
         else f"a pre-tokenizer ({pre_tokenizer.get('type')}) that splits the text"
-        if pre_tokenizer and not (pre_tokenizer.get("type") == "Split" and pre_tokenizer.get("pattern") == {"String": " "})
+        if pre_tokenizer and (pre_tokenizer.get("type"), pre_tokenizer.get("pattern")) != ("Split", {"String": " "})
         else None  # Gemma's Split on " " runs after the normalizer has left no space: it never splits
     )
     if unsupported:
@@ -272,7 +273,7 @@ class SentencePieceAugmentingTokenizer(AugmentingTokenizer):
     and the pairs that occur inside tokens are few (Gemma 3: 33,693 pairs; `▁` follows another character only in
     `▁▁` runs and in `>▁</`, so almost every space starts a new token, and ASCII digits never pair). Added tokens are
     cut out of the text (leftmost-longest) before BPE: a complete one is a segment of its own, and a tail of the text
-    that may still grow into one (`<start_of_tu`, or `\n` before a possible second `\n`) is held back whole. The
+    that may still grow into one (`<start_of_tu`, or a newline before a possible second one) is held back whole. The
     stable cut is the last such position; what lies before it is committed."""
 
     def __init__(self, tokenizer, role: str = "augmenting tokenizer"):
@@ -282,18 +283,20 @@ class SentencePieceAugmentingTokenizer(AugmentingTokenizer):
         self.backend = _backend(tokenizer, role)  # its normalizer (space -> "▁") maps one character to one: kept
         self.leading = _added_ids(tokenizer)
         added = [a for a in tokenizer.added_tokens_decoder.values() if a.content]
-        moving = [a.content for a in added if a.lstrip or a.rstrip or a.single_word]
+        moving = [a.content for a in added if a.lstrip or a.rstrip or a.single_word
+                  or (a.normalized and (" " in a.content or SPACE_PIECE in a.content))]
         if moving:
-            raise CompositionConfigError(f"{role}: added tokens such as {moving[0]!r} take in the whitespace around "
-                                         "them (lstrip/rstrip/single_word), which the alignment does not support")
+            raise CompositionConfigError(f"{role}: added tokens such as {moving[0]!r} take in or match the whitespace "
+                                         "around them (lstrip/rstrip/single_word, or normalized with a space), which "
+                                         "the alignment does not support")
         contents = {a.content for a in added}
         vocabulary = self.backend.get_vocab(with_added_tokens=False)
         # characters of the (normalized) text each id covers; 0 for a byte-fallback token: one byte of one character
         self.widths = [0] * len(self.bytes.table)
         for token, index in vocabulary.items():
             self.widths[index] = 0 if token in _BYTE_PIECES else len(token)
-        for a_index, a in tokenizer.added_tokens_decoder.items():
-            self.widths[a_index] = len(a.content)
+        for index, token in tokenizer.added_tokens_decoder.items():
+            self.widths[index] = len(token.content)
         # Character pairs that occur inside a token BPE can make: added tokens are cut out before BPE, and
         # byte-fallback tokens never merge, so neither can span a position of BPE's text.
         self.pairs = frozenset(token[i : i + 2] for token in vocabulary
@@ -301,6 +304,7 @@ class SentencePieceAugmentingTokenizer(AugmentingTokenizer):
                                for i in range(len(token) - 1))
         self.added = frozenset(contents)
         self.added_lengths = sorted({len(c) for c in contents}, reverse=True)
+        self.added_first = frozenset(c[0] for c in contents)
         self.added_prefixes = frozenset(c[:k] for c in contents for k in range(1, len(c)))
         probe = "a b\n\u00e9\u4e16 \u2581x\U0001fae8"  # a literal "▁" (3 bytes, read as a space), byte fallback
         if sum(self.encode(probe)[1]) != len(probe.encode()):
@@ -327,7 +331,10 @@ class SentencePieceAugmentingTokenizer(AugmentingTokenizer):
         """Where added tokens stand in `text`, found leftmost-longest as the tokenizer finds them."""
         spans, i = [], 0
         while i < len(text):
-            length = next((n for n in self.added_lengths if i + n <= len(text) and text[i : i + n] in self.added), 0)
+            length = 0
+            if text[i] in self.added_first:
+                fits = [n for n in self.added_lengths if i + n <= len(text)]
+                length = next((n for n in fits if text[i : i + n] in self.added), 0)
             if length:
                 spans.append((i, i + length))
             i += length or 1
@@ -347,14 +354,16 @@ class SentencePieceAugmentingTokenizer(AugmentingTokenizer):
         for b in range(hold, 0, -1):
             if b in edges:
                 return b
-            if b < len(text) and b not in inside and (text[b - 1] + text[b]).replace(" ", SPACE_PIECE) not in self.pairs:
+            pair = text[b - 1 : b + 1].replace(" ", SPACE_PIECE)
+            if b < len(text) and b not in inside and pair not in self.pairs:
                 return b
         return 0
 
 
 def _augmenting_kind(tokenizer, role: str):
     """The AugmentingTokenizer class for a tokenizer's kind."""
-    return SentencePieceAugmentingTokenizer if _is_sentencepiece(_backend(tokenizer, role), role) else AugmentingTokenizer
+    sentencepiece = _is_sentencepiece(_backend(tokenizer, role), role)
+    return SentencePieceAugmentingTokenizer if sentencepiece else AugmentingTokenizer
 
 
 class IncrementalAlignment:
