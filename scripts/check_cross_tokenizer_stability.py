@@ -101,10 +101,12 @@ def check(processor: CALMProcessor, texts: list[str]) -> Counter:
 
 
 def _script(character: str) -> str | None:
-    """A letter's script, read off its Unicode name (LATIN, CYRILLIC, THAI, CJK, ...); None for other characters."""
-    if not unicodedata.category(character).startswith(("L", "M")):
+    """A letter's script, read off its Unicode name (LATIN, CYRILLIC, THAI, ...; Han, kana: CJK, as Japanese mixes
+    them); None for other characters (marks, digits, punctuation, modifier letters)."""
+    if unicodedata.category(character) not in ("Lu", "Ll", "Lt", "Lo"):
         return None
-    return unicodedata.name(character, "UNKNOWN").split()[0]
+    script = unicodedata.name(character, "UNKNOWN").split()[0]
+    return "CJK" if script in ("HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA") else script
 
 
 def vocabulary_facts(augmenting) -> None:
