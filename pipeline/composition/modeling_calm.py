@@ -636,6 +636,8 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             ordinal = full_mask.cumsum(-1) - 1  # each slot's index among the row's real mA tokens
             kv = cache.keys_values[a] if cache is not None else None
             if ids.shape[1] > 0:
+                if cache is not None:
+                    self._check_sliding_window(a, full_mask)
                 slot_positions = ordinal[:, -ids.shape[1] :].clamp(min=0)
                 augmenting_cache, states = self._run_augmenting(
                     a, ids, full_mask, slot_positions,
@@ -658,6 +660,23 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             has_key.append(row_has_key)
             positions.append(visible)
         return _AnchorStep(positions, keys_values, allowed, has_key)
+
+    def _check_sliding_window(self, index, full_mask):
+        """A sliding-window mA (Gemma 2 and 3, Mistral) counts its window in cache slots. In cached cross-tokenizer
+        decoding the rows of a batch commit mA tokens at different steps, so a row's slots hold padding between its
+        tokens: past the window, the row would see fewer of its own tokens than without a cache (a row alone, or
+        every row without a cache, is exact). Refused there, rather than differing silently."""
+        config = text_config(self.augmenting[index])
+        window = getattr(config, "sliding_window", None)
+        if window is None or "sliding_attention" not in (getattr(config, "layer_types", None) or ()):
+            return
+        padding_between = bool((full_mask[:, 1:] > full_mask[:, :-1]).any())  # a token after a padding slot
+        if full_mask.shape[1] > window and padding_between:
+            raise CompositionInputError(
+                f"augmenting model {index} attends within a sliding window of {window} of its cache slots, and the "
+                "rows of this batch commit its tokens at different steps (padding between them): past the window, "
+                "cached decoding would differ from uncached; decode these rows one at a time or with use_cache=False"
+            )
 
     def _encoder_keys_values(
         self, input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache
