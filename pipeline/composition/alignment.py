@@ -22,7 +22,11 @@ Visibility is monotone (a prefix of mA's committed tokens), so one number per an
 
 Supported: byte-level BPE tokenizers (GPT-2 style, `ByteLevel` decoder: SmolLM2, Qwen2, Llama 3, GPT-2, ...), with
 no normalizer or a Unicode normalization one (NFC, NFKC: dropped for the alignment, so that appending text never
-changes earlier bytes; text already in that form, nearly all text, tokenizes the same).
+changes earlier bytes; text already in that form, nearly all text, tokenizes the same); and SentencePiece-style BPE
+tokenizers with byte fallback and no dummy prefix (Gemma 3: a space is `▁`, a character outside the vocabulary is
+its UTF-8 bytes as `<0xNN>` tokens; `SentencePieceBytes`, `SentencePieceAugmentingTokenizer`). Such a tokenizer has
+no pre-tokenizer to say where the last chunk starts: BPE merges symbols inside one text, so the rule there asks the
+vocabulary instead (a merge across a position would make a token that holds the two characters around it).
 """
 
 from __future__ import annotations
@@ -93,27 +97,71 @@ def _backend(tokenizer, role: str):
     return backend
 
 
+SPACE_PIECE = "\u2581"  # "▁": a SentencePiece vocabulary's space
+# byte-fallback tokens: each is one byte of a character the vocabulary lacks
+_BYTE_PIECES = {f"<0x{b:02X}>": b for b in range(256)}
+
+
+def _is_sentencepiece(backend, role: str) -> bool:
+    """Whether a tokenizer is SentencePiece-style BPE as the alignment supports it (Gemma 3's form: the normalizer
+    writes every space as `▁`, the decoder writes it back, characters outside the vocabulary fall back to their UTF-8
+    bytes, nothing is prepended). A SentencePiece tokenizer of another form fails in one line; any other, False."""
+    decoder = _component(backend.decoder)
+    decoders = decoder.get("decoders", [decoder])
+    kinds = [d.get("type") for d in decoders]
+    if "ByteFallback" not in kinds and "Metaspace" not in kinds:
+        return False
+    spaces_back = {"type": "Replace", "pattern": {"String": SPACE_PIECE}, "content": " "}
+    normalizer = _component(backend.normalizer)
+    normalizers = normalizer.get("normalizers", [normalizer] if normalizer else [])
+    pre_tokenizer = _component(backend.pre_tokenizer)
+    unsupported = (
+        "a Metaspace pre-tokenizer or decoder" if "Metaspace" in kinds or pre_tokenizer.get("type") == "Metaspace"
+        else "a dummy prefix (a Prepend normalizer or a Strip decoder, as Llama 2 and Mistral have: the tokens spell a "
+             "space the text lacks)" if "Strip" in kinds or any(n.get("type") == "Prepend" for n in normalizers)
+        else "no byte fallback" if not getattr(backend.model, "byte_fallback", False)
+        else f"a normalizer other than space -> {SPACE_PIECE!r} ({normalizer.get('type')})"
+        if [n.get("type") for n in normalizers] != ["Replace"] or normalizers[0].get("pattern") != {"String": " "}
+        or normalizers[0].get("content") != SPACE_PIECE
+        else f"a decoder that does not write {SPACE_PIECE!r} back as a space" if spaces_back not in decoders
+        else f"a pre-tokenizer ({pre_tokenizer.get('type')}) that splits the text"
+        if pre_tokenizer and (pre_tokenizer.get("type"), pre_tokenizer.get("pattern")) != ("Split", {"String": " "})
+        else None  # Gemma's Split on " " runs after the normalizer has left no space: it never splits
+    )
+    if unsupported:
+        raise CompositionConfigError(f"{role}: a SentencePiece-style tokenizer with {unsupported} is not supported; a "
+                                     "cross-tokenizer composition takes byte-level BPE or Gemma 3's form")
+    return True
+
+
 class TokenBytes:
-    """The bytes each id of a byte-level BPE tokenizer stands for; special (added) tokens stand for their text."""
+    """The bytes each id of a byte-level BPE or SentencePiece-style tokenizer stands for (`▁` a space, `<0xNN>` one
+    byte); special (added) tokens stand for their text."""
 
     def __init__(self, tokenizer, role: str):
         backend = _backend(tokenizer, role)
-        decoder = _component(backend.decoder)
-        kinds = [decoder.get("type")] + [d.get("type") for d in decoder.get("decoders", [])]
-        if "ByteLevel" not in kinds:
-            raise CompositionConfigError(
-                f"{role}: a cross-tokenizer composition needs byte-level BPE tokenizers (a ByteLevel decoder, as "
-                f"GPT-2, Llama 3, Qwen2, SmolLM2 have); this one's decoder is {decoder.get('type')!r}"
-            )
         size = max(len(tokenizer), backend.get_vocab_size(with_added_tokens=True))
         table: list[bytes] = [b""] * size
         vocabulary = backend.get_vocab(with_added_tokens=False)
-        foreign = set("".join(vocabulary)) - _UNICODE_TO_BYTE.keys()
-        if foreign:
-            raise CompositionConfigError(f"{role}: tokens with characters such as {sorted(foreign)[:3]} are not "
-                                         "written in byte-level characters: not a byte-level BPE vocabulary")
-        for token, index in vocabulary.items():
-            table[index] = token.translate(_TO_LATIN1).encode("latin-1")
+        if _is_sentencepiece(backend, role):
+            for token, index in vocabulary.items():
+                byte = _BYTE_PIECES.get(token)
+                table[index] = bytes([byte]) if byte is not None else token.replace(SPACE_PIECE, " ").encode()
+        else:
+            decoder = _component(backend.decoder)
+            kinds = [decoder.get("type")] + [d.get("type") for d in decoder.get("decoders", [])]
+            if "ByteLevel" not in kinds:
+                raise CompositionConfigError(
+                    f"{role}: a cross-tokenizer composition needs byte-level BPE tokenizers (a ByteLevel decoder, as "
+                    f"GPT-2, Llama 3, Qwen2, SmolLM2 have) or SentencePiece-style BPE ones (Gemma 3); this one's "
+                    f"decoder is {decoder.get('type')!r}"
+                )
+            foreign = set("".join(vocabulary)) - _UNICODE_TO_BYTE.keys()
+            if foreign:
+                raise CompositionConfigError(f"{role}: tokens with characters such as {sorted(foreign)[:3]} are not "
+                                             "written in byte-level characters: not a byte-level BPE vocabulary")
+            for token, index in vocabulary.items():
+                table[index] = token.translate(_TO_LATIN1).encode("latin-1")
         for index, added in tokenizer.added_tokens_decoder.items():
             table[index] = added.content.encode()
         self.table = table
@@ -214,6 +262,110 @@ class AugmentingTokenizer:
         return start + chunks[last][0]
 
 
+class SentencePieceAugmentingTokenizer(AugmentingTokenizer):
+    """mA's tokenizer when it is SentencePiece-style BPE (Gemma 3): the whole text is one BPE word, spaces written
+    `▁` by the normalizer, added tokens (Gemma's newline runs, HTML tags, turn markers) cut out of it first.
+
+    Where the stable part of a pending text ends. BPE builds tokens only by merging neighbouring symbols of one
+    segment, so a position b (between characters b-1 and b) that no token of the vocabulary can span splits every
+    tokenization there: the tokens before b are the BPE of the text before b, whatever follows. Whether any token
+    can span b is read off its two neighbours: a merge across b would make a token that holds that character pair,
+    and the pairs that occur inside tokens are few (Gemma 3: 33,693 pairs; `▁` follows another character only in
+    `▁▁` runs and in `>▁</`, so almost every space starts a new token, and ASCII digits never pair). Added tokens are
+    cut out of the text (leftmost-longest) before BPE: a complete one is a segment of its own, and a tail of the text
+    that may still grow into one (`<start_of_tu`, or a newline before a possible second one) is held back whole. The
+    stable cut is the last such position; what lies before it is committed."""
+
+    def __init__(self, tokenizer, role: str = "augmenting tokenizer"):
+        self.tokenizer = tokenizer
+        self.role = role
+        self.bytes = _prepared(TokenBytes, tokenizer, role)  # checks that the tokenizer is of the supported form
+        self.backend = _backend(tokenizer, role)  # its normalizer (space -> "▁") maps one character to one: kept
+        self.leading = _added_ids(tokenizer)
+        added = [a for a in tokenizer.added_tokens_decoder.values() if a.content]
+        moving = [a.content for a in added if a.lstrip or a.rstrip or a.single_word
+                  or (a.normalized and (" " in a.content or SPACE_PIECE in a.content))]
+        if moving:
+            raise CompositionConfigError(f"{role}: added tokens such as {moving[0]!r} take in or match the whitespace "
+                                         "around them (lstrip/rstrip/single_word, or normalized with a space), which "
+                                         "the alignment does not support")
+        contents = {a.content for a in added}
+        vocabulary = self.backend.get_vocab(with_added_tokens=False)
+        # characters of the (normalized) text each id covers; 0 for a byte-fallback token: one byte of one character
+        self.widths = [0] * len(self.bytes.table)
+        for token, index in vocabulary.items():
+            self.widths[index] = 0 if token in _BYTE_PIECES else len(token)
+        for index, token in tokenizer.added_tokens_decoder.items():
+            self.widths[index] = len(token.content)
+        # Character pairs that occur inside a token BPE can make: added tokens are cut out before BPE, and
+        # byte-fallback tokens never merge, so neither can span a position of BPE's text.
+        self.pairs = frozenset(token[i : i + 2] for token in vocabulary
+                               if token not in contents and token not in _BYTE_PIECES
+                               for i in range(len(token) - 1))
+        self.added = frozenset(contents)
+        self.added_lengths = sorted({len(c) for c in contents}, reverse=True)
+        self.added_first = frozenset(c[0] for c in contents)
+        self.added_prefixes = frozenset(c[:k] for c in contents for k in range(1, len(c)))
+        probe = "a b\n\u00e9\u4e16 \u2581x\U0001fae8"  # a literal "▁" (3 bytes, read as a space), byte fallback
+        if sum(self.encode(probe)[1]) != len(probe.encode()):
+            raise CompositionConfigError(f"{role}: its tokens do not spell the text they were made from")
+
+    def encode(self, text: str) -> tuple[list[int], list[int]]:
+        """mA's ids of `text` (no special tokens added) and the number of bytes of each on `text` itself: a `▁` the
+        normalizer made of a space is one byte, a literal `▁` three, a byte-fallback token one."""
+        ids = self.backend.encode(text, add_special_tokens=False).ids
+        lengths, position, partial = [], 0, 0
+        for index in ids:
+            width = self.widths[index] if index < len(self.widths) else 0
+            if width:
+                lengths.append(len(text[position : position + width].encode()))
+                position += width
+            else:
+                lengths.append(1)
+                partial += 1
+                if partial == len(text[position].encode()):
+                    position, partial = position + 1, 0
+        return ids, lengths
+
+    def _added_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where added tokens stand in `text`, found leftmost-longest as the tokenizer finds them."""
+        spans, i = [], 0
+        while i < len(text):
+            length = 0
+            if text[i] in self.added_first:
+                fits = [n for n in self.added_lengths if i + n <= len(text)]
+                length = next((n for n in fits if text[i : i + n] in self.added), 0)
+            if length:
+                spans.append((i, i + length))
+            i += length or 1
+        return spans
+
+    def last_chunk_start(self, text: str) -> int:
+        """The last position of `text` (in characters) that splits its tokenization whatever text follows."""
+        hold = len(text)
+        for start in range(max(0, len(text) - self.added_lengths[0] + 1), len(text)) if self.added_lengths else ():
+            if text[start:] in self.added_prefixes:  # may still become (part of) an added token
+                hold = start
+                break
+        edges, inside = set(), set()
+        for start, end in self._added_spans(text[:hold]):
+            edges.update((start, end))
+            inside.update(range(start + 1, end))
+        for b in range(hold, 0, -1):
+            if b in edges:
+                return b
+            pair = text[b - 1 : b + 1].replace(" ", SPACE_PIECE)
+            if b < len(text) and b not in inside and pair not in self.pairs:
+                return b
+        return 0
+
+
+def _augmenting_kind(tokenizer, role: str):
+    """The AugmentingTokenizer class for a tokenizer's kind."""
+    sentencepiece = _is_sentencepiece(_backend(tokenizer, role), role)
+    return SentencePieceAugmentingTokenizer if sentencepiece else AugmentingTokenizer
+
+
 class IncrementalAlignment:
     """One row of one mA: anchor tokens' bytes in, mA's newly committed tokens out (the rule in the module doc)."""
 
@@ -225,6 +377,7 @@ class IncrementalAlignment:
         self.ends: list[int] = [0] * len(self.ids)  # byte end of each, on mA's text
         self.visible: list[int] = []  # per anchor token pushed: number of committed mA tokens
         self._committed_bytes = 0
+        self._unfed = list(self.ids)  # the BOS is committed from the start: the first push hands it to mA too
 
     def push(self, data: bytes) -> list[int]:
         """Append one anchor token's bytes (b"" for a padding or zero-width token); return the mA ids it commits."""
@@ -251,6 +404,7 @@ class IncrementalAlignment:
                 self.pending = self.pending[cut:]
                 self.ids += new
         self.visible.append(len(self.ids))
+        new, self._unfed = self._unfed + new, []
         return new
 
 
@@ -300,7 +454,8 @@ class CALMProcessor:
         self.anchor_bytes = _prepared(TokenBytes, anchor_tokenizer, "anchor tokenizer")
         self.anchor_zero_width = frozenset(_added_ids(anchor_tokenizer))  # a BOS the anchor adds is no text
         self.augmenting = [
-            _prepared(AugmentingTokenizer, t, f"augmenting tokenizer {i}") for i, t in enumerate(augmenting_tokenizers)
+            _prepared(_augmenting_kind(t, f"augmenting tokenizer {i}"), t, f"augmenting tokenizer {i}")
+            for i, t in enumerate(augmenting_tokenizers)
         ]
         self.augmenting_pad_ids = [_pad_id(t) for t in augmenting_tokenizers]
         self.anchor_pad_id = _pad_id(anchor_tokenizer)

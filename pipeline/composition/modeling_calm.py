@@ -637,9 +637,15 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             kv = cache.keys_values[a] if cache is not None else None
             if ids.shape[1] > 0:
                 slot_positions = ordinal[:, -ids.shape[1] :].clamp(min=0)
+                masks, augmenting_cache = full_mask, cache.augmenting[a] if cache is not None else None
+                if cache is not None and self._sliding_window(a) is not None:
+                    masks = self._sliding_window_masks(a, full_mask, ordinal, ids.shape[1])
+                    if augmenting_cache is None:  # one that keeps every slot: the window is counted in tokens
+                        from transformers import DynamicCache
+
+                        augmenting_cache = DynamicCache()
                 augmenting_cache, states = self._run_augmenting(
-                    a, ids, full_mask, slot_positions,
-                    cache.augmenting[a] if cache is not None else None, cache is not None,
+                    a, ids, masks, slot_positions, augmenting_cache, cache is not None,
                 )
                 real = mask.bool()[..., None]
                 states = {layer: value.masked_fill(~real, 0) for layer, value in states.items()}  # padding: finite
@@ -658,6 +664,40 @@ class CALMForCausalLM(PreTrainedModel, GenerationMixin):
             has_key.append(row_has_key)
             positions.append(visible)
         return _AnchorStep(positions, keys_values, allowed, has_key)
+
+    def _sliding_window(self, index) -> int | None:
+        """The sliding window of an mA with sliding-window layers (Gemma 2 and 3, Mistral), else None."""
+        config = text_config(self.augmenting[index])
+        window = getattr(config, "sliding_window", None)
+        return window if "sliding_attention" in (getattr(config, "layer_types", None) or ()) else None
+
+    def _sliding_window_masks(self, index, full_mask, ordinal, new: int) -> dict:
+        """Attention masks for a cached cross-tokenizer step of a sliding-window mA, per layer type, counted in its
+        tokens. The model's own masks count the window in cache slots, and the rows of a batch commit mA tokens at
+        different steps, so a row's slots hold padding between its tokens: past the window it would see fewer of
+        its own tokens than without a cache (where its tokens are contiguous). Slot k is visible to new slot q iff
+        k is a real token of the row and its ordinal is at most q's (within the window for sliding layers); a
+        padding slot sees itself, so that no row is empty (its states are zeroed after)."""
+        config = text_config(self.augmenting[index])
+        implementation = getattr(config, "_attn_implementation", None) or "eager"
+        if implementation not in ("sdpa", "eager"):
+            raise CompositionInputError(
+                f"augmenting model {index} attends within a sliding window, which cached cross-tokenizer decoding "
+                f"counts in its tokens with sdpa or eager attention, not {implementation!r}; load it with "
+                "attn_implementation='sdpa' or decode with use_cache=False"
+            )
+        slots = full_mask.shape[1]
+        key_ordinal, query_ordinal = ordinal[:, None, :], ordinal[:, -new:, None]
+        own_slot = torch.arange(slots, device=full_mask.device)[None, None, :] == (
+            torch.arange(slots - new, slots, device=full_mask.device)[None, :, None])
+        causal = (full_mask.bool()[:, None, :] & (key_ordinal <= query_ordinal)) | own_slot
+        window = causal & ((query_ordinal - key_ordinal < self._sliding_window(index)) | own_slot)
+        masks = {"full_attention": causal[:, None], "sliding_attention": window[:, None]}
+        if implementation == "eager":  # an additive mask
+            lowest = torch.finfo(self.augmenting[index].dtype).min
+            masks = {kind: torch.zeros(m.shape, dtype=self.augmenting[index].dtype, device=m.device).masked_fill(
+                ~m, lowest) for kind, m in masks.items()}
+        return masks
 
     def _encoder_keys_values(
         self, input_ids, attention_mask, position_ids, augmenting_input_ids, augmenting_attention_mask, cache
