@@ -60,3 +60,18 @@ def randomize_composition(calm, seed: int = 1, std: float = 0.2):
         for parameter in calm.bridges.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * std)
     return calm
+
+
+def assert_text_after_each_cut_leaves_earlier_logits(calm, ids: list[int], other: list[int], cuts: list[int]) -> None:
+    """The causal property of a cross-tokenizer composition: row 0 is `ids`; each further row keeps ids[:t+1] and
+    continues with another text. Logits up to each cut t must be bitwise those of row 0, later ones must differ,
+    and the trained (randomized) composition must differ from its anchor alone."""
+    rows = [ids] + [ids[: t + 1] + other[: len(ids) - t - 1] for t in cuts]
+    batch = torch.tensor(rows)
+    with torch.no_grad():
+        logits = calm(input_ids=batch).logits
+        anchor_logits = calm.anchor(input_ids=batch).logits
+    for row, t in enumerate(cuts, start=1):
+        assert torch.equal(logits[0, : t + 1], logits[row, : t + 1]), f"text after token {t} changed its logits"
+        assert not torch.equal(logits[0, t + 1 :], logits[row, t + 1 :])
+    assert (logits - anchor_logits).abs().amax() > 1e-3  # mA's contribution is real
