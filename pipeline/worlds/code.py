@@ -1,151 +1,23 @@
 """World III: code (paper §4.3, Table 4), the data side.
 
-The paper composes PaLM2-S (mB, general) with PaLM2-XXS further trained on code (mA), trains the composition
-on 7% of mA's code data (D_C), and evaluates code completion (CC: HumanEval, 0-shot pass@1), text-to-code
-(T2C: MBPP, 3-shot pass@1) and code-to-text (C2T: CodeXGLUE, 3-shot chrF1).  On the default CPU preset the
-models are tiny character-level models trained here in minutes: they score 0 on HumanEval itself, so this
-world evaluates each ability on tasks built from real code that such models can move on, each with the
-paper's metric (execution in the project's sandbox with pass@k; sacrebleu chrF1).
+`build(cfg, out_dir, seed)` writes the code world's splits (JSONL rows {prompt, target, ...}; an empty prompt is
+plain text, loss on every token) from this interpreter's standard library (code_corpus.py), synthesized functions
+(code_synth.py), GSM8K *train* questions and the stdlib's docstring prose:
+  english_train, code_train, mb_code_train   plain text: the vanilla checkpoint's and mB's English, mA's code,
+                                             "a little code" for mB
+  format_train                               rows of each task format (cc, t2c, cc_stdlib, c2t), for mA and mB
+  composition_train                          D_C: `composition.fraction` (paper: 7%) of code_train, as task rows
+  cc_*, t2c_*, cc_stdlib_*, c2t_* test/dev   CPU stand-ins for HumanEval, MBPP (pass_at_k, the rows carry `test`
+                                             and `entry_point`) and CodeXGLUE (chrf)
+`eval_sets: benchmarks` replaces the test sets with the real benchmarks (pipeline/benchmarks/tasks.py,
+`benchmark_sets` below); `dialect: {seed: k}` writes every Python text in a renamed dialect (code_dialect.py;
+execution rows carry `rename_back`). No benchmark item and no held-out function is in any training split (near
+copies too: code_corpus.NearCopyIndex; summary `exclusion` counts what each check removed). Characters: printable
+ASCII and newline (`vocabulary`). `eval_seed` fixes the evaluation rows, `seed` draws the training samples: same cfg
+and seed, same bytes on the same Python version (summary.json records it and a hash of the files read).
 
-Sources (no network; everything is on a fresh machine or in ../shared/benchmarks):
-  code      this interpreter's standard library (code_corpus.py: functions and methods cut out with `ast`,
-            test/demo/vendored packages skipped; Python 3.11.7: 576 files, 14,181 functions, 6,045 with a
-            docstring), and synthesized functions (code_synth.py: four families, 1,388 structures of which
-            1,206 give functions that depend on their input; the default cpu preset uses the `numeric`
-            family alone, 829 viable structures: see "Measured" below).
-  English   GSM8K *train* questions (everyday narrative prose: the only English corpus here) and the prose
-            paragraphs of the stdlib's docstrings (technical prose, the register of code-to-text summaries;
-            module, class and training-function docstrings only).  `english.*` selects them.
-  Ruby      not used: libruby is not on a fresh machine.  CodeXGLUE's Ruby test set is only read, to keep
-            its items out of training (the real-model preset evaluates on it).
-
-Splits (JSONL rows {prompt, target, ...}; a row with an empty prompt is plain text, loss on every token):
-  english_train       English prose, plain text.  The vanilla checkpoint's data; mB's English.
-  code_train          mA's code data, plain text: stdlib functions (source <= max_function_chars, with their
-                      docstrings) and synthesized functions (signature, docstring with one example, body; a
-                      `synthetic.t2c_style_fraction` of them written instead as a "# Write a function that ..."
-                      and "# assert ..." comment header above the def, the T2C layout: code corpora hold such
-                      task-headed functions, and without them T2C sat at 0 in a probe, see below).
-  mb_code_train       "a little code" for mB: a `mb.code_fraction` sample of code_train rows.
-  format_train        `sizes.format_per_task` rows of each task format (cc, t2c, cc_stdlib, c2t) over
-                      code_train functions that are not in D_C, so that a model can be asked a task it has
-                      never seen done: the tiny models cannot read few-shot prompts.  Meant for both mA and mB
-                      (so neither lacks a format, only knowledge).
-  composition_train   D_C: `composition.fraction` (paper: 7%) of code_train's characters, as task rows
-                      over code_train functions, and/or those functions as plain code (`code`, the
-                      paper's D_C), in the shares `composition.tasks`.
-  cc_test / cc_dev                 synthesized functions, HumanEval format            pass_at_k
-  t2c_test / t2c_dev               synthesized functions, MBPP-like format            pass_at_k
-  cc_stdlib_test / cc_stdlib_dev   held-out real stdlib functions, last statement     pass_at_k
-  c2t_test / c2t_dev               held-out real stdlib functions -> first sentence   chrf (group "python")
-Evaluation rows carry `test` (asserts run after prompt + completion in pipeline.benchmarks.sandbox) and
-`entry_point`; `group` gives per-family (synthetic) scores.
-
-`eval_sets: benchmarks` (the paper preset, for pretrained models) replaces the three test sets with the real
-benchmarks, built by pipeline/benchmarks/tasks.py under conf/benchmark/<name>.yaml (benchmark_sets below):
-  cc_test   HumanEval (164), 0-shot; program = prompt + completion, then check(entry_point)
-  t2c_test  MBPP test split (500, task_id 11-510), 3-shot from tasks 2-4, tests shown, [BEGIN]/[DONE]; the
-            program is the completion alone (`program_prefix: ""`, which pipeline/scoring.py's pass_at_k reads)
-  c2t_test  CodeXGLUE code-to-text Ruby test (1,258 scored), 3-shot from test rows left out of scoring; chrF1
-`benchmark_limits` keeps the first N items of each (a documented subsample).  What stays the CPU stand-ins in that
-mode, and why: the dev splits (cc_dev, t2c_dev, c2t_dev, cc_stdlib_dev: the paper reports no dev figures and the
-benchmarks have no dev split to spare; they remain checks on training, not predictors of the test sets) and
-cc_stdlib_test (real held-out stdlib code, a diagnostic, also for real models).  Training data is unchanged: it
-excludes every benchmark item either way.  The benchmark rows are for a pretrained tokenizer: they are not held
-to the character vocabulary (summary `benchmark_sets` counts the rows outside it).  No target contains a blank line, so "\\n\\n" is
-a safe stop sequence for every task.  MODEL_DATA and EVALUATION_METRICS below give the intended wiring.
-
-`dialect: {seed: k}` (default null: plain Python) writes the world's Python in a dialect (code_dialect.py): the 40
-commonest builtins and the 40 commonest builtin-type methods permuted among themselves, a seeded derangement (seed
-0 writes `len` as `int` and `int` as `hasattr`). It is a stand-in for "code knowledge the anchor lacks" when the
-anchor is a real code model (construction (b) of the project's issue: a reversible renaming only mA was trained
-on): such an anchor writes plain `len(x)`, which, renamed back, calls another builtin and fails; a model trained on
-the dialect writes the dialect's name and passes. A permutation, not fresh names, so that plain Python does not
-also run. Which text is code:
-  training  code_train and mb_code_train (each function, its comment header included), and the task rows of
-            format_train and composition_train: cc, t2c and cc_stdlib prompts and targets, the code in a c2t
-            prompt (its summary is English); english_train is prose and stays as it is.
-  evaluation  every prompt and reference of the Python sets (synthetic, HumanEval, MBPP: only MBPP's code lines,
-            its asserts and exemplars, not its English task lines); CodeXGLUE's Ruby rows unchanged. Execution
-            rows keep the plain program prefix (`program_prefix`: the plain prompt, or MBPP's "") and get
-            `rename_back`, the inverse renaming, which pipeline/scoring.py's pass_at_k applies to each completion
-            before the program runs: the model is shown the dialect and graded on what its code does in Python.
-Only NAME tokens are renamed: docstrings, comments and strings stay plain (a docstring's `>>> f(x)` example too).
-Everything else (which functions and items are drawn, the near-copy exclusion of benchmark items and held-out
-functions, the sandbox checks of the references) runs on the plain code before the renaming, so the same rows are
-written, renamed; summary.json's `dialect` records the seed, the names' counts and the share of each split's rows
-(and references) the renaming changed. D_C's fraction is measured on the plain code.
-
-The tasks, and how each departs from the paper:
-  CC   prompt = a synthesized function's signature and docstring (one sentence and one `>>>` example, as
-       HumanEval's prompts), target = its body; tests: 3-5 asserts on random inputs, chosen so that every
-       function differing in one component fails one of them.  Paper: 164 hand-written HumanEval problems,
-       0-shot; ours are generated, shorter, and their structures are held out of training.
-  T2C  prompt = "# Write a function that returns ...\\n# assert f(args) == value\\n" (MBPP shows the task and
-       its 3 tests between [BEGIN]/[DONE] after 3 exemplars; we show one test, no exemplars), target = the
-       function; tests as CC.  Paper: MBPP test (500 crowd-sourced problems), 3-shot.
-  CC-stdlib  prompt = a held-out real stdlib function up to its last top-level body statement (signature,
-       docstring, the statements before), target = that statement (for a one-statement body: the whole body,
-       as HumanEval); tests: the original function's behaviour captured by running it in the sandbox on
-       generated inputs (code_capture.py).  Real held-out code, but the completion is one statement, not a
-       whole body, and only self-contained pure module-level functions can be tested: 298 candidates of
-       14,181 functions, 146 with enough captured calls, 144 that pass in the sandbox (100 test, 40 dev);
-       a third of them are operator.py's one-liners (`def neg(a): "Same as -a." return -a`).
-  C2T  prompt = "Code:\\n{function without its docstring}\\nSummary: ", target = the first sentence of its
-       docstring; chrF1.  Paper: CodeXGLUE (real GitHub functions, 6 languages, 3-shot, the docstring's first
-       paragraph); ours: held-out stdlib functions, Python only, 0-shot in a trained format, first sentence.
-
-No test item in training (summary `exclusion` counts what each check removed):
-  - Benchmarks: every stdlib function and synthesized item is compared with every HumanEval problem (prompt +
-    canonical solution), every MBPP task (all 974, any split) and every CodeXGLUE Ruby test function:
-    code as lowercased tokens (docstrings and comments removed) sharing >= `near_copy.code_threshold` of
-    either side's `near_copy.code_ngram`-grams (or equal token sequences, for shorter code); prose
-    (docstrings, task descriptions, English units) sharing any `near_copy.prose_ngram`-word n-gram with a
-    benchmark text, or a sentence equal to one of its short sentences.  Identifiers are kept: abstracting them
-    matched ~1,100 stdlib functions to benchmark items by idiom alone (`self.a = a` initialisers), not copies.
-  - Held-out functions: the CC-stdlib and C2T functions are out of every split by identity (module:qualname),
-    every training function that is a near copy of one (same code check) is dropped, and every training text
-    (code docstrings, English units) sharing an 8-gram with a C2T reference, or containing a shorter one whole,
-    is dropped.
-    Synthesized evaluation items are held out by structure: no training row has a function of their structure
-    with any constants.
-
-Measured at the default preset (conf/size/code/cpu.yaml: `synthetic.families: [numeric]`, `sizes.code_stdlib:
-1000`; Python 3.11.7, seed 0): code_train 5,000 rows, 1.05M chars (1,000 stdlib + 4,000 synthesized functions);
-829 viable numeric structures, 302 held out for cc/t2c test and dev, 527 left for training; mb_code_train 250
-rows; composition_train 385 rows, 74k chars = 7.05% of code_train (c2t 134, t2c 111, cc 84, cc_stdlib 56);
-english_train, format_train and the evaluation sets' sizes as below; longest row 385 characters.
-
-Measured at conf/world/code.yaml's data block alone (all four families, 3,000 stdlib functions: the values a
-larger preset starts from; Python 3.11.7, seed 0; characters = prompt + target per row):
-  english_train 5,000 rows, 765k chars (3,000 GSM8K questions of 5,786 that qualify, 590k; 2,000 docstring
-  paragraphs of 2,627, 175k), median 155, max 300; code_train 7,000 rows, 1.30M chars (3,000 stdlib
-  functions of 7,238 that qualify; 4,000 synthesized, 30% of them in the T2C layout), median 201, max 331;
-  mb_code_train 350 rows, 68k; format_train 200 rows; composition_train 480 rows, 91k chars = 7.03% of
-  code_train; cc test 100 + dev 50 (median 210, max 306), t2c test 100 + dev 50 (median 226, max 327),
-  cc_stdlib test 100 + dev 40 (median 119, max 300), c2t test 200 + dev 100 (median 179, max 385).  Longest
-  row: 385 characters.  Build: 50-100 s on 2 shared cores (stdlib parse ~15-30 s, sandbox capture and
-  verification ~20 s).
-
-Learnability probe (four families; an H100, not the pipeline: a 3.3M-parameter character GPT, 4x256, batch 64, lr 1e-3,
-greedy; data of an earlier default with 5,000 stdlib + 3,000 synthesized functions and no T2C-layout rows):
-  after ~870-1,550 steps (55k-100k rows seen): code_train + format_train: CC 15%, T2C 0, CC-stdlib 0, C2T
-  chrF 10.4; english_train + mb_code_train + format_train (mB-like): CC 0, T2C 0, CC-stdlib 0, C2T 14.6;
-  code_train + format_train + composition_train: CC 56%, T2C 3%, CC-stdlib 0, C2T 15.8.
-  After 300 steps (19k rows, what a few CPU minutes buy): every execution task 0, C2T chrF ~9.
-  So CC moves once a model has seen each synthesized training function several times, T2C was at the floor
-  (hence `t2c_style_fraction`, not yet probed), and CC-stdlib (real held-out code) stayed at 0: treat it as a
-  diagnostic for the CPU preset and a real task for real models.  At one CPU thread a 4x256 model at this
-  step count takes hours, hence the cpu preset's numeric family and 2x128 models
-  (docs/table4-calibration-log.md: mA writes 70% of the dev CC bodies after 800 x 32 rows).
-
-Characters: printable ASCII and newline (`vocabulary`).  A function, question or paragraph with any other
-character (tabs, non-ASCII) or with a special-token string ("<eos>", ...) is dropped, not rewritten; build()
-checks every string it writes.
-
-Seeds: `eval_seed` fixes the held-out functions, structures and evaluation rows (the same for every data
-seed); `seed` draws the training samples.  Same cfg and seed, same bytes (on the same Python version: the
-stdlib is the corpus, so summary.json records the version and a hash of the files read).
+What each split and task holds, how each departs from the paper, and what was measured on the data:
+docs/world-code.md.
 """
 from __future__ import annotations
 

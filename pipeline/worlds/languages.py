@@ -1,75 +1,22 @@
 """World II: low-resource languages (paper §4.2, Tables 2-3, Figure 2), the data side.
 
-The paper composes PaLM2-S (mB) with PaLM2-XXS trained on an internal corpus of low-resource languages
-(NTL).  Neither exists here, so the knowledge mB lacks and mA has is built: synthetic languages, each a
-fixed, seeded, reversible transform of real English (pipeline/worlds/synthetic_languages.py: a lexicon of
-pseudo-words spelled with a real language's UDHR letter statistics, a spelling rule for every other word,
-article/case suffixes and possessor-first order in "far" languages; names and numbers kept).  A language
-is named `syn-<iso639-3 of the statistics' source>`: it is not that language.  This is Table 1's mechanism
-(knowledge only mA has) on the content of the real benchmarks: FLORES-200 devtest English sentences and
-GSM8K test numbers.
+The knowledge mB lacks and mA has is built: synthetic languages (synthetic_languages.py), each a fixed, seeded,
+reversible transform of real English, named `syn-<iso639-3 of its letter statistics' source>` (it is not that
+language). Low-resource (LRL) languages appear only in mA's data, high-resource (HRL) ones only in mB's; English
+("en") is an HRL for the math task. `build(cfg, out_dir, seed)` writes (JSONL, `group` = the row's language):
+  english_train                                  English prose (GSM8K train questions, stdlib docstrings), plain text
+  hrl_translation_train, hrl_math_train          mB's task rows ("<syn-xx> {sentence} = " -> English; "Q: ... A: ")
+  lrl_monolingual_train, lrl_bitext_train        mA's data (the NTL analogue)
+  composition_train                              D_C: `composition.fraction` (paper: ~5%) of mA's LRL rows
+  translation_dev, math_dev                      held-out dev rows
+  flores_lrl_test, flores_hrl_test               FLORES-200 devtest English rendered into each language (chrF)
+  math_lrl_test, math_hrl_test                   one-step problems from GSM8K test calculator steps (accuracy)
+No training unit is a FLORES devtest or GSM8K test sentence or a near copy of one, and no training problem has a
+GSM8K test (a, op, b). Seeds: `language_seed` the languages, `eval_seed` the evaluation sets, `seed` the training
+samples.
 
-Languages (cfg `languages`): low-resource (LRL) ones appear only in mA's data, high-resource (HRL) ones
-only in mB's; "near" ones are mostly English spelled differently, "far" ones add a larger lexicon,
-inflection affixes and word-order changes.  English itself ("en") is an HRL for the math task.
-
-English prose (the only real text to train on; no English corpus ships with a fresh machine):
-  - GSM8K *train* question sentences (cfg benchmarks_dir/gsm8k/train.jsonl): everyday narrative English
-    (25,914 sentences);
-  - with `english.python_docstrings`, the prose sentences of the docstrings of this interpreter's standard
-    library (on every machine with Python; they change with the Python version, so the summary records
-    the version and a hash of the sentences).
-  A training unit is a sentence or, with `english.pairs`, two consecutive sentences of one question or
-  docstring paragraph (FLORES lines are longer than GSM8K sentences), of printable ASCII without "=", "<",
-  ">" (the formats' own characters), min_chars to max_chars long.  Dropped: any unit equal (letters and
-  digits, lowercased) to a FLORES devtest sentence or sharing a `near_copy_ngram`-word n-gram with one (near
-  copies), and likewise for the sentences of GSM8K *test* questions.  Default cfg on Python 3.11.7: 27,449
-  units, 1.84M characters (21,144 from GSM8K, 6,305 from docstrings).  The lexicon of every language is the
-  K most frequent lowercase words of the GSM8K train questions (stable across Python versions).
-
-Formats (the instruction formats the tiny models are trained on; the paper's 5-shot prompts need models
-that can read few-shot prompts, ours cannot):
-  translation XX->En   prompt "<syn-lij> {sentence in syn-lij} = "    target: the English sentence
-  math in language XX  prompt "<syn-lij> Q: {question in syn-lij} A: " target: the number, or with
-                       `math.answer_format: calculation` the calculator step then the number ("96 + 1 = 97")
-  plain text rows      prompt ""  target: the text (loss on every token)
-
-Splits written by build() (JSONL, `group` = language code on rows that belong to one language):
-  english_train            English prose, plain text: the vanilla checkpoint's data, and part of mB's.
-  hrl_translation_train    HRL->En translation rows: mB.
-  hrl_math_train           math in each HRL and in English ("en"): mB.
-  lrl_monolingual_train    "<syn-xx> {sentence}" plain text: mA (the NTL analogue's monolingual part).
-  lrl_bitext_train         "<syn-xx> {xx} = {en}" and "<en> {en} = <syn-xx> {xx}" plain text: mA's bitext
-                           (`bitext_to_english`: the XX -> En share; `bitext_format: task` writes those as
-                           translation rows, loss on the English only).
-  composition_train        D_C: `composition.fraction` (paper: ~5%) of mA's LRL rows per language, drawn
-                           from mA's own sentences, as translation task rows (`composition.task_fraction`;
-                           the rest plain LRL text); `composition.math_fraction` adds LRL math rows (the
-                           paper's D_C has none: default 0).
-  translation_dev          LRL and HRL -> En on held-out English sentences (in no training split).
-  math_dev                 math in every language on held-out GSM8K *train* expressions.
-  flores_lrl_test          FLORES devtest English sentences rendered into each LRL -> the real English
-                           sentence (metric: chrF, pipeline.benchmarks.metrics.corpus_chrf).
-  flores_hrl_test          the same for the HRLs.
-  math_lrl_test            GSM8K-test-derived problems asked in each LRL (metric: accuracy through
-                           pipeline.benchmarks.extraction).
-  math_hrl_test            the same in each HRL and in English.
-
-Evaluation subsample (CPU): FLORES sentences of printable ASCII (54 of 1012 have other characters) and at
-most `flores.max_chars` characters (1012 sentences: median 124 characters; 269 are <= 100, 262 of them
-printable ASCII), of which
-`flores.per_language` drawn with `eval_seed`; the same sentences in every language, so languages compare.
-
-Math task: GSM8K is too hard for tiny character-level models, so each problem is derived from one
-calculator annotation of a real GSM8K solution, `<<a op b=c>>` with op in `math.ops` and operands up to
-`math.max_operand`, asked as a one-step templated word problem (names kept, numbers as in GSM8K); the
-target is c.  Test problems: the first qualifying annotation of `math.per_language_test` GSM8K *test*
-problems, the same in every language.  Training problems: annotations of GSM8K *train* solutions, and a
-`math.train_random_fraction` share over random operands; dev problems: train annotations held out.  None
-has an (a, op, b) that any GSM8K test annotation has (rows carry `expression`, so tests check it).
-
-Everything is drawn from seeded generators: the languages from `language_seed` (so data seeds vary the
-samples, not the languages), the evaluation sets from `eval_seed`, the training samples from `seed`.
+The formats, the English sources, the math task, the evaluation subsample and the measured sizes:
+docs/world-languages.md.
 """
 from __future__ import annotations
 
