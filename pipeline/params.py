@@ -2,6 +2,12 @@
 
     python -m pipeline.params [overrides...]     # e.g. preset=micro, world=[kv_arithmetic,copy]
     python -m pipeline.params --check            # exit 2 if params.yaml differs from conf/
+    python -m pipeline.params --pipeline real    # real/params.yaml: the real-model worlds (conf/real.yaml)
+
+Two pipelines share one stage template. dvc.yaml, at the root, runs against params.yaml (conf/config.yaml: every
+CPU world), and is what a bare `dvc repro` builds. real/dvc.yaml is a link to the same template, run from the root
+against real/params.yaml (conf/real.yaml: the worlds that need the real models' wheels and hours of CPU), so those
+stages are built only when named (`dvc repro real/dvc.yaml:report@table4_real`) and locked in real/dvc.lock.
 
 The same composition as DVC's Hydra integration (`dvc exp run -S ...`), which also finds the pipeline's
 resolver (pipeline/stages.py) through hydra_plugins/.
@@ -29,6 +35,9 @@ from pipeline.io import atomic_write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS_FILE = "params.yaml"
+# pipeline -> (its root config in conf/, the params file it is composed into); both files sit at the paths DVC
+# reads them from (conf/*.yaml `layout.params`)
+PIPELINES = {"main": ("config", PARAMS_FILE), "real": ("real", "real/params.yaml")}
 PUBLISHED_PRESET = "cpu"  # conf/config.yaml's default: the preset whose tables, records and dvc.lock are committed
 PRESETS_DIR = "presets"   # presets/<preset>/: another preset's own workspace
 WORKSPACE_MARKER = ".preset-workspace"  # in a preset workspace: the preset it was made for
@@ -46,8 +55,9 @@ def load_params(path: str | os.PathLike | None = None) -> dict:
         return check_params(yaml.safe_load(f))
 
 
-def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | None = None) -> dict:
-    """Compose conf/config.yaml with Hydra (as DVC's Hydra integration does) into a plain dict."""
+def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | None = None,
+                   config_name: str = "config") -> dict:
+    """Compose conf/<config_name>.yaml with Hydra (as DVC's Hydra integration does) into a plain dict."""
     import yaml
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -69,7 +79,7 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
-            cfg = compose(config_name="config", overrides=overrides)
+            cfg = compose(config_name=config_name, overrides=overrides)
             params = OmegaConf.to_container(cfg, resolve=True)
     except (HydraException, OmegaConfBaseException, yaml.YAMLError) as e:
         cause = e.__cause__ if isinstance(e.__cause__, PipelineError) else None
@@ -163,26 +173,44 @@ def rebase_relative_paths(node, root: Path, work: Path):
     return node
 
 
+def _pipeline_option(argv: list[str]) -> tuple[str, list[str]]:
+    """`--pipeline NAME` (or `--pipeline=NAME`) out of argv: the pipeline's name and the remaining arguments."""
+    name, rest, args = "main", [], iter(argv)
+    for a in args:
+        if a == "--pipeline":
+            a = "--pipeline=" + next(args, "")
+        if a.startswith("--pipeline="):
+            name = a.split("=", 1)[1]
+            if name not in PIPELINES:
+                raise PipelineError(f"unknown pipeline {name!r}: choose one of {', '.join(PIPELINES)}")
+        else:
+            rest.append(a)
+    return name, rest
+
+
 @cli
 def main(argv: list[str]) -> None:
+    pipeline, argv = _pipeline_option(argv)
+    config_name, out = PIPELINES[pipeline]
     check = "--check" in argv
     overrides = [a for a in argv if a != "--check"]
-    params = compose_params(overrides)
+    params = compose_params(overrides, config_name=config_name)
     if check:
-        if load_params(PARAMS_FILE) != params:
-            raise PipelineError("params.yaml differs from conf/: run `make params`")
-        print("params.yaml matches conf/")
+        if load_params(out) != params:
+            raise PipelineError(f"{out} differs from conf/: run `make params`")
+        print(f"{out} matches conf/")
         return
     root = Path.cwd()
     if params["preset"] != PUBLISHED_PRESET and is_published_workspace(root):
         work = preset_workspace(root, params["preset"])
-        dump_params(rebase_relative_paths(params, root, work), work / PARAMS_FILE)
+        dump_params(rebase_relative_paths(params, root, work), work / out)
         where = work.relative_to(root)
-        print(f"wrote {where / PARAMS_FILE} (preset={params['preset']}): the preset builds in its own workspace, "
+        print(f"wrote {where / out} (preset={params['preset']}): the preset builds in its own workspace, "
               f"apart from the published {PUBLISHED_PRESET} outputs: cd {where} && dvc repro")
         return
-    dump_params(params, PARAMS_FILE)
-    print(f"wrote {PARAMS_FILE} (preset={params['preset']})")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    dump_params(params, out)
+    print(f"wrote {out} (preset={params['preset']})")
 
 
 if __name__ == "__main__":

@@ -209,3 +209,26 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     there = subprocess.run([sys.executable, "-c", code, "preset=micro", "world=[kv_arithmetic]"], cwd=work,
                            capture_output=True, text=True)
     assert there.returncode == 0, there.stderr[-2000:]
+
+
+def test_real_model_worlds_are_a_pipeline_of_their_own_that_a_bare_repro_never_builds():
+    """Issue 29: `make table4-real` rewrote the committed params.yaml to build its world, and the real-model tables
+    had no lock entries. Their worlds are now stages of real/dvc.yaml (the same template, against real/params.yaml),
+    asked of DVC itself: a bare `dvc repro` (dvc.yaml) names none of them; their tables build from the root."""
+    with open(ROOT / "real" / "params.yaml") as f:
+        assert yaml.safe_load(f) == compose_params(config_name="real"), "real/params.yaml drifted: run `make params`"
+    assert (ROOT / "real" / "dvc.yaml").resolve() == (ROOT / "dvc.yaml").resolve()
+    from dvc.repo import Repo
+
+    stages = list(Repo(str(ROOT)).index.stages)
+    main = {s.name for s in stages if s.path_in_repo == "dvc.yaml"}
+    real = {s.name: s for s in stages if s.path_in_repo == "real/dvc.yaml"}
+    real_worlds = set(load_params(ROOT / "real" / "params.yaml")["worlds"])
+    assert real_worlds == {"code_real", "languages_real", "code_xtok"}
+    assert not {n for n in main if any(w in n for w in real_worlds)} and "report@table1" in main
+    assert {f"report@{t}" for t in ("table2_real", "table3_real", "table4_real", "table4_xtok")} <= set(real)
+    calm = real["train@code_real/calm"]
+    assert Path(calm.wdir) == ROOT and calm.cmd.startswith("CALM_PARAMS=real/params.yaml ")
+    params_files = {d.def_path for d in calm.deps if type(d).__name__ == "ParamsDependency"}
+    assert params_files == {"real/params.yaml"}
+    assert {"models/code_real/mA", "models/code_real/mB"} <= {str(Path(d.fs_path).relative_to(ROOT)) for d in calm.deps}
