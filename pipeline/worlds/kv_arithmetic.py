@@ -33,6 +33,9 @@ from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 WORLD = "kv_arithmetic"
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 DIGITS = "0123456789"
+# the paper's data protocol (§4.1), which the report holds a preset's data settings against
+PAPER_DATA = {"n_keys": 25000, "n_terms": [3, 6], "operators": ["+", "-", "x"], "held_in_fraction": 0.2,
+              "held_in_selection": "random", "answer_format": "plain", "kv_math_format": "direct"}
 
 
 # ---------------------------------------------------------------- formats
@@ -359,4 +362,13 @@ def report_lines(cfg: dict, summary: dict) -> list[str]:
         f"composition data D_C: `{cfg['composition_task']}` over the held-in {summary['n_held_in']} keys "
         f"({100 * cfg['held_in_fraction']:.0f}%, chosen `{summary.get('held_in_selection', 'random')}`); "
         f"KV-Arithmetic (held-out keys) uses only keys outside them")
+    departures = [f"{k} {_setting(cfg[k])} (paper {_setting(v)})" for k, v in PAPER_DATA.items() if cfg.get(k) != v]
+    lines.append("departs from the paper's data protocol (§4.1): " + ("; ".join(departures) or "nowhere")
+                 + "; models: small ones trained here, not PaLM2")
     return lines
+
+
+def _setting(value) -> str:
+    if isinstance(value, list):
+        return "-".join(map(str, value)) if all(isinstance(v, int) for v in value) else " ".join(value)
+    return str(value)
