@@ -3,14 +3,17 @@
 Each scorer takes the set's rows ({prompt, target, ...}), one list of completions per row (one completion
 unless the set samples n > 1) and the set's conf, and returns (summary, one record per row). The summary's
 `score` is the figure a report shows (percent, or chrF points); other keys are extras. Rows with a `group`
-field (e.g. a language) also get per-group scores. The scorers are the real evaluators of pipeline/benchmarks:
-sacrebleu chrF, GSM answer extraction, and sandboxed execution with the unbiased pass@k.
+field (e.g. a language) also get per-group scores. The scorers run the project's `evaluate` modules
+(pipeline/benchmarks/metrics: exact match, sacrebleu chrF, GSM answer accuracy, and the unbiased pass@k over the
+sandbox's verdicts); the records hold their per-row verdicts, and a percentage is taken of those verdicts (two
+decimals).
 """
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 
+from pipeline.benchmarks.metrics import load_metric
 from pipeline.errors import PipelineError
 
 
@@ -23,6 +26,7 @@ def _by_group(rows, values, reduce):
 
 
 def _percent(flags) -> float:
+    # of the verdicts, not 100 x a module's fraction: the two round differently at some halves (23 of 160: 14.375)
     return round(100.0 * sum(flags) / max(len(flags), 1), 2)
 
 
@@ -30,14 +34,11 @@ def exact_match(rows, completions, scfg):
     """Correct when the completion (cut at the first `cut_at`, if set) equals the target, whitespace stripped.
     `cut_at`: e.g. KV-SUBS shares its prompt with a scratchpad KV-MATH, whose answer goes on after the
     substituted expression with "=" and the value."""
-    cut = scfg.get("cut_at")
-    records, flags = [], []
-    for r, outs in zip(rows, completions):
-        o = outs[0].strip()
-        graded = o.split(cut, 1)[0] if cut else o
-        ok = graded == r["target"].strip()
-        flags.append(ok)
-        records.append({"prediction": o, "graded": graded, "correct": ok})
+    result = load_metric("exact_match").compute(predictions=[outs[0] for outs in completions],
+                                                references=[r["target"] for r in rows], cut_at=scfg.get("cut_at"))
+    flags = result["correct"]
+    records = [{"prediction": outs[0].strip(), "graded": graded, "correct": ok}
+               for outs, graded, ok in zip(completions, result["graded"], flags)]
     summary = {"score": _percent(flags)}
     if any("group" in r for r in rows):
         summary["by_group"] = _by_group(rows, flags, _percent)
@@ -46,15 +47,15 @@ def exact_match(rows, completions, scfg):
 
 def chrf(rows, completions, scfg):
     """Corpus chrF (sacrebleu): `score` is chrF1 (the paper's), `chrf2` sacrebleu's default beta=2."""
-    from pipeline.benchmarks.metrics import corpus_chrf
-
+    metric = load_metric("chrf")
     hyps = [outs[0].strip() for outs in completions]
     refs = [r["target"].strip() for r in rows]
-    overall = corpus_chrf(hyps, refs)
+    overall = metric.compute(predictions=hyps, references=refs)
     summary = {"score": round(overall["chrf1"], 2), "chrf2": round(overall["chrf2"], 2)}
     if any("group" in r for r in rows):
         pairs = list(zip(hyps, refs))
-        summary["by_group"] = _by_group(rows, pairs, lambda ps: round(corpus_chrf([h for h, _ in ps], [r for _, r in ps])["chrf1"], 2))
+        summary["by_group"] = _by_group(rows, pairs, lambda ps: round(
+            metric.compute(predictions=[h for h, _ in ps], references=[r for _, r in ps])["chrf1"], 2))
     return summary, [{"prediction": h} for h in hyps]
 
 
@@ -67,17 +68,16 @@ def gsm_accuracy(rows, completions, scfg):
     `calculator: true`: a completion that opens with a calculation ("96 + 1 = ...") is graded on the calculator's
     value of it, as GSM8K's calculator-annotated decoding would give (extraction.calculator_result): the model is
     graded on reading the problem (operands and operation), not on doing the sum; other completions as above."""
-    from pipeline.benchmarks.extraction import calculator_result, extract_number, numbers_match, parse_gold_number
-
     use_calculator = bool(scfg.get("calculator", False))
-    records, flags = [], []
-    for r, outs in zip(rows, completions):
-        calculated = calculator_result(outs[0]) if use_calculator else None
-        value = calculated if calculated is not None else extract_number(outs[0], r.get("language"))
-        ok = numbers_match(value, parse_gold_number(str(r.get("reference", r["target"]))))
-        flags.append(ok)
-        records.append({"prediction": outs[0], "extracted": value, "correct": ok}
-                       | ({"calculated": calculated} if use_calculator else {}))
+    result = load_metric("gsm_accuracy").compute(
+        predictions=[outs[0] for outs in completions], references=[str(r.get("reference", r["target"])) for r in rows],
+        language=[r.get("language") for r in rows], calculator=use_calculator)
+    flags = result["correct"]
+    records = [{"prediction": outs[0], "extracted": value, "correct": ok}
+               for outs, value, ok in zip(completions, result["extracted"], flags)]
+    if use_calculator:
+        for record, calculated in zip(records, result["calculated"]):
+            record["calculated"] = calculated
     summary = {"score": _percent(flags)}
     if any("group" in r for r in rows):
         summary["by_group"] = _by_group(rows, flags, _percent)
@@ -94,7 +94,6 @@ def pass_at_k(rows, completions, scfg):
     untouched): code written in a renamed dialect of Python is renamed back to Python before it runs (such a row's
     `program_prefix` is the plain-Python prefix). Its record then also lists the programs' completions as run
     (`restored`). Rows without the field are run as written."""
-    from pipeline.benchmarks.metrics import mean_pass_at_k
     from pipeline.benchmarks.sandbox import limits_from_config, run_programs
     from pipeline.worlds.code_dialect import rename_identifiers
 
@@ -117,12 +116,13 @@ def pass_at_k(rows, completions, scfg):
     passed = [[] for _ in rows]
     for owner, result in zip(owners, results):
         passed[owner].append(bool(result.passed))
-    ks = [int(k) for k in scfg.get("ks", [1])]
-    figures = mean_pass_at_k(passed, ks)
+    metric = load_metric("pass_at_k")
+    figures = metric.compute(passed=passed, k=[int(k) for k in scfg.get("ks", [1])])
     summary = {"score": round(100.0 * figures.get("pass@1", 0.0), 2),
                **{k: round(100.0 * v, 2) for k, v in figures.items()}}
     if any("group" in r for r in rows):
-        summary["by_group"] = _by_group(rows, passed, lambda ps: round(100.0 * mean_pass_at_k(ps, [1])["pass@1"], 2))
+        summary["by_group"] = _by_group(rows, passed,
+                                        lambda ps: round(100.0 * metric.compute(passed=ps, k=[1])["pass@1"], 2))
     records = [{"completions": outs, "passed": p} | ({"restored": rs} if "rename_back" in r else {})
                for r, outs, p, rs in zip(rows, completions, passed, restored)]
     return summary, records

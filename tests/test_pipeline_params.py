@@ -113,6 +113,9 @@ def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
     if entry == "pipeline.evaluate":  # the sandbox's scripts run as processes of their own, never imported
         assert {"pipeline/worlds/code_dialect.py", "pipeline/benchmarks/_sandbox_boot.py",
                 "pipeline/benchmarks/_sandbox_protocol.py"} <= code
+        # the metrics' `evaluate` scripts, which evaluate.load reads by path (not an import) when a set is scored
+        assert {f"pipeline/benchmarks/metrics/{m}/{m}.py" for m in ("chrf", "exact_match", "gsm_accuracy",
+                                                                      "pass_at_k")} <= code
 
 
 def test_a_report_stage_needs_only_the_models_its_table_reads():

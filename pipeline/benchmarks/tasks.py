@@ -16,9 +16,8 @@ import numpy as np
 
 from pipeline.benchmarks import data as benchmark_data
 from pipeline.benchmarks.errors import BenchmarkError, DataUnavailableError
-from pipeline.benchmarks.extraction import (extract_number, numbers_match, parse_gold_number,
-                                            truncate_at_stop)
-from pipeline.benchmarks.metrics import corpus_chrf, mean_pass_at_k
+from pipeline.benchmarks.extraction import parse_gold_number, truncate_at_stop
+from pipeline.benchmarks.metrics import load_metric
 from pipeline.benchmarks.sandbox import limits_from_config, run_programs
 
 FLORES_LANGUAGE_NAMES = {
@@ -132,11 +131,12 @@ class FloresTask(Task):
 
     def score(self, items, completions):
         hypotheses = [self.postprocess(c[0]) for c in completions]
+        chrf = load_metric("chrf")
         metrics: dict[str, Any] = {"per_language": {}}
         for language in dict.fromkeys(item.group for item in items):
             rows = [i for i, item in enumerate(items) if item.group == language]
-            scores = corpus_chrf([hypotheses[i] for i in rows],
-                                 [items[i].reference for i in rows])
+            scores = chrf.compute(predictions=[hypotheses[i] for i in rows],
+                                  references=[items[i].reference for i in rows])
             metrics["per_language"][language] = {**scores, "n": len(rows)}
         for key in ("chrf1", "chrf2"):
             metrics[f"mean_{key}"] = float(np.mean(
@@ -171,11 +171,11 @@ class _MathTask(Task):
 
     def score(self, items, completions):
         # Each item is read in its own language's number conventions (GSM8K items are "en").
-        predictions = [extract_number(self.postprocess(c[0]), item.group or None)
-                       for c, item in zip(completions, items)]
-        correct = [numbers_match(p, item.reference) for p, item in zip(predictions, items)]
-        metrics: dict[str, Any] = {"accuracy": float(np.mean(correct)) if correct else 0.0,
-                                   "n": len(items)}
+        result = load_metric("gsm_accuracy").compute(
+            predictions=[self.postprocess(c[0]) for c in completions],
+            references=[item.reference for item in items], language=[item.group or None for item in items])
+        predictions, correct = result["extracted"], result["correct"]
+        metrics: dict[str, Any] = {"accuracy": result["accuracy"], "n": len(items)}
         groups = list(dict.fromkeys(item.group for item in items))
         if len(groups) > 1:
             metrics["per_language"] = {
@@ -293,7 +293,7 @@ class _CodeTask(Task):
             statuses[owner].append(result.status)
             lines = [line for line in result.output.splitlines() if line.strip()]
             errors[owner].append("" if result.passed or not lines else lines[-1][:300])
-        metrics = {**mean_pass_at_k(passed, self.ks), "n": len(items),
+        metrics = {**load_metric("pass_at_k").compute(passed=passed, k=self.ks), "n": len(items),
                    "n_samples": self.n_samples,
                    "solved": int(sum(any(p) for p in passed))}
         records = [{"id": item.id, "completions": samples,
@@ -427,7 +427,8 @@ class CodeXGLUETask(Task):
 
     def score(self, items, completions):
         hypotheses = [self.postprocess(c[0]) for c in completions]
-        metrics = {**corpus_chrf(hypotheses, [item.reference for item in items]),
+        metrics = {**load_metric("chrf").compute(predictions=hypotheses,
+                                                 references=[item.reference for item in items]),
                    "n": len(items),
                    "exemplar_source": getattr(self, "exemplar_source", "")}
         records = [{"id": item.id, "prediction": h, "reference": item.reference}
