@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-nodeps.txt | sha1sum | cut -c1-12)
 
-.PHONY: setup test repro bench
+.PHONY: setup test test-fast repro bench
 
 $(STAMP): requirements.txt requirements-nodeps.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,6 +26,10 @@ setup-real: setup
 TEST_WORKERS ?= 2
 test: setup
 	CALM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+
+# While developing: everything but the whole-pipeline chains and process-level tests (`@pytest.mark.slow`)
+test-fast: setup
+	CALM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" tests
 
 bench: setup
 	$(PY) speed/bench_composition.py

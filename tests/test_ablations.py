@@ -158,6 +158,7 @@ def _one_line_exit_2(r):
     assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("error: "), r.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_sweep_two_variants_two_seeds_and_a_report_over_seeds(micro_world):
     work, p = micro_world
     # the micro preset's records go to a sweep of their own (table5-micro), never beside the published preset's,

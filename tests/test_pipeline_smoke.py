@@ -23,6 +23,7 @@ def _micro_repo(tmp_path, worlds, overrides=()):
     return fresh_repo(tmp_path, worlds, overrides, extra_files={"conf/world/copy.yaml": ROOT / "tests" / "toy_copy_world.yaml"})
 
 
+@pytest.mark.slow
 def test_micro_dvc_repro_kv_and_conf_declared_worlds(tmp_path):
     worlds, targets = "kv_arithmetic,copy", ["report@table1", "report@copy_table"]
     repo, env, params = _micro_repo(tmp_path, worlds)
@@ -59,6 +60,7 @@ def test_micro_dvc_repro_kv_and_conf_declared_worlds(tmp_path):
         and "report@table1" not in ran, ran
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_micro_dvc_repro_language_and_code_worlds(tmp_path):
     worlds = "languages,code"

@@ -82,6 +82,7 @@ KILLS = [("mB", "base", "step", 12), ("mB", "base", "checkpoint", 20), ("mB", "b
          ("mB", "micro-batched", "step", 12)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,kind,point,step", KILLS, ids=[f"{k[1]}-{k[2]}" for k in KILLS])
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path_factory, tmp_path, model, kind, point, step):
     template, expected, expected_info = _prepared(tmp_path_factory, model, kind)
