@@ -7,16 +7,17 @@ from pathlib import Path
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_dir, atomic_write_json
+from pipeline.layout import DATA, SUMMARY_FILE
 from pipeline.params import load_params
 from pipeline.worlds import get_world
 
 
-def build_world_data(params: dict, name: str, root: Path = Path("data")) -> dict:
+def build_world_data(params: dict, name: str, root: Path = DATA) -> dict:
     world = get_world(params, name)
     with atomic_dir(root / name) as tmp:
         summary = world.build(params["worlds"][name]["data"], tmp, seed=params["seed"])
-        if not (tmp / "summary.json").exists():
-            atomic_write_json(tmp / "summary.json", summary)
+        if not (tmp / SUMMARY_FILE).exists():
+            atomic_write_json(tmp / SUMMARY_FILE, summary)
     return summary
 
 

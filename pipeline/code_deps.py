@@ -67,6 +67,22 @@ def _sibling_imports(path: Path, tree: ast.Module) -> list[Path]:
     return [path.parent / f"{n.split('.')[0]}.py" for n in names if (path.parent / f"{n.split('.')[0]}.py").is_file()]
 
 
+def package_modules() -> list[str]:
+    """Every module of the package, by its dotted name (a package by its own name, for its __init__.py)."""
+    names = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def imported_modules(module: str) -> set[str]:
+    """The `pipeline` modules `module` imports, from any scope, as modules (`from x import function`: x)."""
+    path = _module_file(module)
+    names = _imported(module, path, ast.parse(path.read_text()))
+    return {n for n in names if n != module and _module_file(n) is not None}
+
+
 @functools.lru_cache(maxsize=None)
 def closure(module: str) -> tuple[str, ...]:
     """Repository-relative paths of the files `module` runs, sorted."""

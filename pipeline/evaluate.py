@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.generation import generate_texts
 from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
-from pipeline.params import load_params
+from pipeline.layout import metrics_path, model_dir, predictions_path, split_file, tokenizer_dir
+from pipeline.params import load_params, model_spec
 from pipeline.scoring import LIKELIHOOD_METRICS, get_metric
-from pipeline.stages import evaluated_models, metrics_path, model_dir, model_spec, tokenizer_dir
+from pipeline.stages import evaluated_models
 from pipeline.tracking import wandb_run
-
-
-def predictions_path(world: str, name: str) -> Path:
-    return Path("reports") / world / "predictions" / f"{name}.jsonl"
 
 
 def per_item_outcomes(rows: list[dict], records: list[dict]) -> dict[str, int]:
@@ -86,8 +82,9 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
 def evaluate(params: dict, key: str) -> dict:
     import torch
 
-    from pipeline.tokenizer import load_tokenizer
-    from pipeline.training.kinds import declared_tokenizer, load_trained_model
+    from pipeline.tokenization import load_tokenizer
+    from pipeline.training.kinds import load_trained_model
+    from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import require_device, set_threads
 
     world, name, _ = model_spec(params, key)
@@ -97,7 +94,7 @@ def evaluate(params: dict, key: str) -> dict:
     runtime = params.get("runtime") or {}
     require_device(runtime)
     set_threads(runtime)
-    # the world's tokenizer, or the model's own (its training saved the one it read beside it: kinds.declared_tokenizer)
+    # the world's tokenizer, or the model's own (its training saved the one it read beside it: lineage.declared_tokenizer)
     own = declared_tokenizer(params, world, name) is not None
     tokenizer = load_tokenizer(model_dir(world, name) if own else tokenizer_dir(world))
     model = load_trained_model(model_dir(world, name))
@@ -106,7 +103,7 @@ def evaluate(params: dict, key: str) -> dict:
         model.to("cuda")
         if runtime.get("precision") == "bf16":
             model.to(torch.bfloat16)
-    sets = {s: read_jsonl(Path("data") / world / f"{s}.jsonl") for s in ecfg["sets"]}
+    sets = {s: read_jsonl(split_file(world, s)) for s in ecfg["sets"]}
     run = wandb_run(f"eval-{key}", "evaluate", {"model": key, **ecfg, "seed": params["seed"]},
                     params.get("wandb", {}).get("project", "calm-repro"))
     metrics, records = evaluate_sets(model, tokenizer, sets, ecfg)

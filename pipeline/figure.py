@@ -20,8 +20,8 @@ from pathlib import Path
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_write_bytes, atomic_write_text, require
+from pipeline.layout import figure_path, metrics_path
 from pipeline.params import load_params
-from pipeline.stages import metrics_path
 
 
 def figure_conf(name: str, params: dict) -> dict:
@@ -86,7 +86,7 @@ def render(name: str, params: dict) -> tuple[bytes, str]:
 
 def write_figure(name: str, params: dict) -> Path:
     png, table = render(name, params)
-    out = Path("reports") / f"{name}.png"
+    out = figure_path(name)
     atomic_write_text(out.with_suffix(".csv"), table)
     atomic_write_bytes(out, png)
     return out

@@ -10,7 +10,7 @@ against real/params.yaml (conf/real.yaml: the worlds that need the real models' 
 stages are built only when named (`dvc repro real/dvc.yaml:report@table4_real`) and locked in real/dvc.lock.
 
 The same composition as DVC's Hydra integration (`dvc exp run -S ...`), which also finds the pipeline's
-resolver (pipeline/stages.py) through hydra_plugins/.
+resolver (`calm_dag`: the DAG pipeline/stages.py derives, register_resolver) through hydra_plugins/.
 
 A preset other than the published one (`cpu`) never builds in the published workspace (the checkout whose
 dvc.lock git tracks): its outputs would land on the published data, models, tables and dvc.lock entries, which
@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -32,6 +33,7 @@ from pipeline.checks import check_params
 from pipeline.cli import cli
 from pipeline.errors import PipelineError, UserError
 from pipeline.io import atomic_write_text
+from pipeline.stages import derive
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS_FILE = "params.yaml"
@@ -43,6 +45,7 @@ PRESETS_DIR = "presets"   # presets/<preset>/: another preset's own workspace
 WORKSPACE_MARKER = ".preset-workspace"  # in a preset workspace: the preset it was made for
 # what a preset workspace leaves out of its copy: the published preset's outputs and their lock entries
 PUBLISHED_OUTPUTS = ("dvc.lock", "reports/")
+RESOLVER = "calm_dag"
 
 
 def load_params(path: str | os.PathLike | None = None) -> dict:
@@ -55,6 +58,47 @@ def load_params(path: str | os.PathLike | None = None) -> dict:
         return check_params(yaml.safe_load(f))
 
 
+def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
+    """`<world>/<model>` -> (world, model, its conf block), or one clear line naming what is declared."""
+    world, _, name = key.partition("/")
+    worlds = params.get("worlds") or {}
+    if world not in worlds:
+        raise PipelineError(f"unknown world {world!r} in {key!r}: params.yaml declares {', '.join(worlds) or 'none'}")
+    models = worlds[world].get("models") or {}
+    if name not in models:
+        raise PipelineError(f"unknown model {key!r}: world {world} declares {', '.join(models) or 'none'}")
+    return world, name, models[name]
+
+
+def _refuse_other_preset_here(preset) -> None:
+    """`dvc exp run -S preset=micro` in the published workspace would rebuild its data, models, tables and
+    dvc.lock entries with another preset's (which builds in its own workspace instead: preset_workspace): refused
+    before DVC writes params.yaml. Only under DVC's Hydra integration: the pipeline's own composition may name any
+    preset."""
+    if "dvc.utils.hydra" in sys.modules and preset not in (None, PUBLISHED_PRESET) and is_published_workspace(Path.cwd()):
+        raise PipelineError(f"preset {preset} would rebuild over the published {PUBLISHED_PRESET} outputs here: "
+                            f"`make params OVERRIDES=preset={preset}` makes its own workspace, presets/{preset}/")
+
+
+def _resolve_dag(*, _root_) -> dict:
+    from omegaconf import OmegaConf
+
+    _refuse_other_preset_here(_root_.get("preset"))
+
+    plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
+    if "seed" in _root_:  # checked with the models' own seeds
+        plain["seed"] = _root_["seed"]
+    # a config node, not a dict: OmegaConf.resolve (what DVC's Hydra integration calls) cannot store a dict
+    return OmegaConf.create(derive(plain))
+
+
+def register_resolver() -> None:
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, _resolve_dag)
+
+
 def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | None = None,
                    config_name: str = "config") -> dict:
     """Compose conf/<config_name>.yaml with Hydra (as DVC's Hydra integration does) into a plain dict."""
@@ -64,8 +108,6 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
-
-    from pipeline.stages import register_resolver
 
     register_resolver()
     conf_dir = Path(conf_dir or ROOT / "conf").resolve()

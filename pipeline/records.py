@@ -36,7 +36,8 @@ def _losses(run: dict) -> list:
 def adopt(params: dict, world: str, verifying_dir: Path) -> list[Path]:
     """Give every record of `world` without bases the current build's, once `verifying_dir` (a rerun of one of
     them on this build) proves they were trained on it. -> the records changed."""
-    from pipeline.report import RUN_FILE, build_digests, run_digest, sweeps_dir
+    from pipeline.layout import RUN_FILE, sweeps_dir
+    from pipeline.report import build_digests, run_digest
 
     if world not in (params.get("worlds") or {}):
         raise PipelineError(f"unknown world {world!r}: params.yaml declares {', '.join(params.get('worlds') or {})}")

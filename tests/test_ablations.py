@@ -60,7 +60,7 @@ def test_lora_parity_with_calm_counted_from_conf(preset, rank):
     """LoRA's trainable count equals CALM's added count within 2%, counted from conf alone (nothing trained)."""
     from peft import LoraConfig, get_peft_model
 
-    from pipeline.tokenizer import world_tokenizer
+    from pipeline.tokenization import world_tokenizer
     from pipeline.training.kinds import _built_architecture, composition_added_parameters, lora_plan
 
     p = compose_params([f"preset={preset}"])
@@ -77,7 +77,7 @@ def test_lora_parity_with_calm_counted_from_conf(preset, rank):
 
 
 def test_a_rank_that_cannot_reach_parity_is_refused_in_one_line():
-    from pipeline.tokenizer import world_tokenizer
+    from pipeline.tokenization import world_tokenizer
     from pipeline.training.kinds import _built_architecture, composition_added_parameters, lora_plan
 
     p = compose_params(["preset=micro"])
@@ -94,8 +94,8 @@ def test_a_rank_that_cannot_reach_parity_is_refused_in_one_line():
 @pytest.fixture(scope="module")
 def micro_world(tmp_path_factory):
     from pipeline.build_data import build_world_data
-    from pipeline.stages import tokenizer_dir
-    from pipeline.tokenizer import world_tokenizer
+    from pipeline.layout import tokenizer_dir
+    from pipeline.tokenization import world_tokenizer
     from pipeline.train import train
 
     work = tmp_path_factory.mktemp("micro_world")
@@ -120,7 +120,7 @@ def micro_world(tmp_path_factory):
 def _fresh(arch, seed, work, p):
     from transformers import set_seed
 
-    from pipeline.tokenizer import load_tokenizer
+    from pipeline.tokenization import load_tokenizer
     from pipeline.training.architectures import build_base_model
 
     set_seed(seed)

@@ -114,8 +114,8 @@ def test_code_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute(tmp_
     from pipeline.evaluate import evaluate
     from pipeline.io import read_jsonl
     from pipeline.report import mcnemar_exact, write_report
-    from pipeline.stages import tokenizer_dir
-    from pipeline.tokenizer import load_tokenizer, save_tokenizer, world_tokenizer
+    from pipeline.layout import tokenizer_dir
+    from pipeline.tokenization import load_tokenizer, save_tokenizer, world_tokenizer
     from pipeline.train import train
     from pipeline.training.kinds import load_trained_model
 

@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.errors import PipelineError
 from pipeline.params import compose_params
-from pipeline.tokenizer import build_tokenizer
+from pipeline.tokenization import build_tokenizer
 from pipeline.training.data import anchor_replay_rows, composition_mix, supervised_dataset, training_rows
 from pipeline.worlds import kv_arithmetic as kv
 

@@ -47,8 +47,8 @@ def _overrides(*more) -> list[str]:
 def built(conf_dir, tmp_path_factory):
     """A workdir with the world's data, its tokenizer (SmolLM2's) and its untrained bases mA (Qwen's) and mB."""
     from pipeline.build_data import build_world_data
-    from pipeline.stages import tokenizer_dir
-    from pipeline.tokenizer import save_tokenizer, world_tokenizer
+    from pipeline.layout import tokenizer_dir
+    from pipeline.tokenization import save_tokenizer, world_tokenizer
     from pipeline.train import train
 
     workdir = tmp_path_factory.mktemp("built")
@@ -88,7 +88,7 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_
 
     from pipeline.composition import CALMForCausalLM, load_causal_lm
     from pipeline.evaluate import evaluate
-    from pipeline.tokenizer import load_tokenizer
+    from pipeline.tokenization import load_tokenizer
     from pipeline.train import train
 
     p = world()
@@ -157,8 +157,8 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_
 
 
 def test_bad_cross_tokenizer_conf_is_one_line(world, tmp_path):
-    from pipeline.stages import tokenizer_dir
-    from pipeline.tokenizer import build_tokenizer
+    from pipeline.layout import tokenizer_dir
+    from pipeline.tokenization import build_tokenizer
     from pipeline.train import train
 
     with pytest.raises(PipelineError) as error:  # the encoder ablation needs one shared tokenizer

@@ -106,7 +106,7 @@ def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
     r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     loaded = {str(Path(f).resolve().relative_to(ROOT)) for f in r.stdout.split()}
     assert loaded and loaded <= code, sorted(loaded - code)
-    assert {"pipeline/tokenizer.py", "pipeline/stages.py", "pipeline/float_path.py"} <= code
+    assert {"pipeline/tokenization.py", "pipeline/stages.py", "pipeline/float_path.py"} <= code
     # and nothing it does not run: a file named in a docstring or comment (stages.py's prose names sweep.py) is not
     # a dependency, so editing the sweep tool leaves every published stage current
     assert "pipeline/sweep.py" not in code

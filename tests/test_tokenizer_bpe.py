@@ -2,7 +2,7 @@
 (numbers are read as the character tokenizer reads them), and never needs <unk> for the world's characters."""
 import random
 
-from pipeline.tokenizer import train_bpe_tokenizer
+from pipeline.tokenization import train_bpe_tokenizer
 
 CHARS = [chr(c) for c in range(32, 127)] + list("éôüßçñ") + [chr(c) for c in range(0x0915, 0x0939)] + [chr(c) for c in range(0x0E01, 0x0E2E)]
 

@@ -27,8 +27,8 @@ def conf_dir(tmp_path_factory):
 def world(conf_dir, tmp_path, monkeypatch):
     """A workdir with the copy world's data and tokenizer; returns a function composing its params."""
     from pipeline.build_data import build_world_data
-    from pipeline.stages import tokenizer_dir
-    from pipeline.tokenizer import world_tokenizer
+    from pipeline.layout import tokenizer_dir
+    from pipeline.tokenization import world_tokenizer
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WANDB_MODE", "disabled")
@@ -50,8 +50,8 @@ def _weights(name):
 def test_steps_0_gives_the_untrained_seeded_architecture(world):
     from transformers import set_seed
 
-    from pipeline.stages import tokenizer_dir
-    from pipeline.tokenizer import load_tokenizer
+    from pipeline.layout import tokenizer_dir
+    from pipeline.tokenization import load_tokenizer
     from pipeline.train import train
     from pipeline.training.architectures import build_base_model
 

@@ -36,7 +36,7 @@ def original():
 
 @pytest.fixture(scope="module")
 def compact(original):
-    from pipeline.tokenizer import restrict_tokenizer
+    from pipeline.tokenization import restrict_tokenizer
 
     return restrict_tokenizer(original, CORPUS, SMOLLM2)
 
@@ -82,7 +82,7 @@ def test_every_kept_token_is_a_byte_an_added_token_or_made_by_a_kept_merge(origi
 
 
 def test_compact_tokenizer_saves_and_loads_with_its_map(compact, tmp_path):
-    from pipeline.tokenizer import VOCABULARY_MAP, load_tokenizer, save_tokenizer
+    from pipeline.tokenization import VOCABULARY_MAP, load_tokenizer, save_tokenizer
 
     save_tokenizer(compact, tmp_path)
     saved = json.loads((tmp_path / VOCABULARY_MAP).read_text())
@@ -153,8 +153,8 @@ def test_tokenizer_stage_and_training_init_restrict_a_pretrained_model(smollm2_d
     from pipeline.build_data import build_world_data
     from pipeline.io import read_jsonl
     from pipeline.params import compose_params
-    from pipeline.stages import tokenizer_dir
-    from pipeline.tokenizer import VOCABULARY_MAP, load_tokenizer, save_tokenizer, world_tokenizer
+    from pipeline.layout import tokenizer_dir
+    from pipeline.tokenization import VOCABULARY_MAP, load_tokenizer, save_tokenizer, world_tokenizer
     from pipeline.train import train
     from pipeline.training.kinds import _built_architecture, load_trained_model
 
@@ -224,7 +224,7 @@ def test_tokenizer_stage_and_training_init_restrict_a_pretrained_model(smollm2_d
 
 
 def test_restrict_is_refused_in_one_line_where_it_cannot_apply():
-    from pipeline.tokenizer import build_tokenizer, restrict_tokenizer, world_tokenizer
+    from pipeline.tokenization import build_tokenizer, restrict_tokenizer, world_tokenizer
 
     with pytest.raises(PipelineError, match="applies to a pretrained tokenizer only"):
         world_tokenizer({"worlds": {"w": {"tokenizer": {"characters": True, "restrict": {"splits": None}}}}}, "w")

@@ -20,7 +20,7 @@ import torch  # noqa: E402
 from pipeline.evaluate import evaluate_sets  # noqa: E402
 from pipeline.io import read_jsonl  # noqa: E402
 from pipeline.params import load_params  # noqa: E402
-from pipeline.tokenizer import load_tokenizer  # noqa: E402
+from pipeline.tokenization import load_tokenizer  # noqa: E402
 
 WORLD = "kv_arithmetic"
 DATA_DIR = Path("data") / WORLD  # relative: the scripts run in a directory after `dvc repro`

@@ -28,7 +28,7 @@ def main(argv: list[str]) -> None:
     from pipeline.io import read_jsonl
     from pipeline.params import load_params
     from pipeline.scoring import get_metric
-    from pipeline.tokenizer import load_tokenizer
+    from pipeline.tokenization import load_tokenizer
     from pipeline.training.kinds import load_trained_model
 
     torch.set_num_threads(int(os.environ.get("CALM_THREADS", "1")))

@@ -54,7 +54,7 @@ def main(argv: list[str]) -> None:
     from pipeline.evaluate import evaluate_sets
     from pipeline.io import read_jsonl
     from pipeline.params import load_params
-    from pipeline.tokenizer import load_tokenizer
+    from pipeline.tokenization import load_tokenizer
     from pipeline.training.kinds import load_trained_model
     from pipeline.worlds import languages as world
     from pipeline.worlds import synthetic_languages as syn

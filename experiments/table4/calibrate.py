@@ -46,7 +46,7 @@ def main() -> None:
 
     from pipeline.io import fingerprint
     from pipeline.params import compose_params, dump_params
-    from pipeline.stages import upstream_models
+    from pipeline.training.lineage import upstream_models
 
     params = compose_params(["world=[code]", *a.overrides])
     w = params["worlds"]["code"]
@@ -63,7 +63,7 @@ def main() -> None:
 
     from pipeline.build_data import build_world_data
     from pipeline.evaluate import evaluate
-    from pipeline.tokenizer import world_tokenizer
+    from pipeline.tokenization import world_tokenizer
     from pipeline.train import train
 
     data_key = fingerprint({"data": w["data"], "seed": params["seed"]})

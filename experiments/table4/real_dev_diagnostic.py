@@ -12,8 +12,8 @@ from pathlib import Path
 from pipeline.evaluate import evaluate_sets
 from pipeline.io import read_jsonl
 from pipeline.params import load_params
-from pipeline.stages import model_dir, tokenizer_dir
-from pipeline.tokenizer import load_tokenizer
+from pipeline.layout import model_dir, tokenizer_dir
+from pipeline.tokenization import load_tokenizer
 from pipeline.training.kinds import load_trained_model
 from pipeline.training.trainer import set_threads
 

@@ -6,7 +6,7 @@ import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before to
 import time, json, torch, sys
 torch.set_num_threads(1)
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[2]))
-from pipeline.tokenizer import load_tokenizer
+from pipeline.tokenization import load_tokenizer
 from pipeline.training.architectures import build_base_model
 tok = load_tokenizer('models/code/tokenizer')
 rows = [json.loads(l) for l in open('data/code/code_train.jsonl')][:64]

@@ -23,9 +23,10 @@ def main(argv: list[str]) -> None:
     from pipeline.evaluate import evaluate_sets
     from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
     from pipeline.params import load_params
-    from pipeline.stages import model_dir, tokenizer_dir
-    from pipeline.tokenizer import load_tokenizer
-    from pipeline.training.kinds import declared_tokenizer, load_trained_model
+    from pipeline.layout import model_dir, tokenizer_dir
+    from pipeline.tokenization import load_tokenizer
+    from pipeline.training.kinds import load_trained_model
+    from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import set_threads
 
     if not argv:

@@ -1,5 +1,5 @@
 """How many ids a restricted vocabulary keeps on a body of source code, and whether it encodes that code exactly as
-the original tokenizer does (pipeline/tokenizer.py restrict_tokenizer). A one-off measurement, not a CI test: the
+the original tokenizer does (pipeline/tokenization.py restrict_tokenizer). A one-off measurement, not a CI test: the
 tokenizer it was run on (Qwen2.5-Coder-0.5B's GGUF) is not on CI machines.
 
     CALM_THREADS=1 python experiments/vocabulary/restrict_measure.py TOKENIZER [GGUF_FILE] [SOURCE_DIR]
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> None:
     if not 1 <= len(argv) <= 3:
         raise SystemExit(__doc__)
     from pipeline.composition import load_tokenizer
-    from pipeline.tokenizer import restrict_tokenizer
+    from pipeline.tokenization import restrict_tokenizer
 
     name, gguf = argv[0], (argv[1] if len(argv) > 1 and argv[1] != "-" else None)
     root = Path(argv[2]) if len(argv) > 2 else Path(sysconfig.get_paths()["stdlib"])

@@ -23,13 +23,14 @@ from omegaconf import OmegaConf
 from pipeline.benchmarks.config import REPO_ROOT
 from pipeline.benchmarks.errors import BenchmarkError
 from pipeline.errors import UserError
+from pipeline.layout import REPORTS
 
 RUN_DEFAULTS = {
     "defaults": [{"benchmark": "gsm8k"}, "_self_"],
     "model": {"path": None, "gguf_file": None, "dtype": "float32", "device": "cpu"},
     "data_root": None,
     "limit": None,
-    "output_dir": "reports/benchmarks",
+    "output_dir": str(REPORTS / "benchmarks"),
     "batch_size": 8,
     "progress": True,
     "use_cache": True,

@@ -1,6 +1,6 @@
 """A pretrained causal LM cut to a restricted vocabulary: the rows of the ids a world's compact tokenizer keeps.
 
-A world whose tokenizer is a pretrained one restricted to the ids its text uses (pipeline/tokenizer.py,
+A world whose tokenizer is a pretrained one restricted to the ids its text uses (pipeline/tokenization.py,
 `tokenizer.restrict`) numbers those ids 0..k-1; a pretrained model used there as an `init` must read and predict
 the same ids, so its input embeddings and output head keep the rows of the kept original ids, in that order.
 Logits over the kept ids are then exactly the original model's logits at those ids (the softmax renormalises

@@ -16,12 +16,11 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.io import read_jsonl
-
-CACHE = Path("models/.cache/tokenized")  # not a DVC output; .dvcignore'd, gitignored via /models/*
+from pipeline.layout import TOKENIZED_CACHE, data_dir, split_file
 
 
 def world_rows(world: str, stems: list[str]) -> list[dict]:
-    return [r for s in stems for r in read_jsonl(Path("data") / world / f"{s}.jsonl")]
+    return [r for s in stems for r in read_jsonl(split_file(world, s))]
 
 
 def data_stems(cfg: dict) -> list[str]:
@@ -63,7 +62,7 @@ def _align_batch(batch: dict, processor) -> dict:
     return out
 
 
-def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = None, cache: Path | None = CACHE,
+def supervised_dataset(rows: list[dict], tokenizer, loss_until: str | None = None, cache: Path | None = TOKENIZED_CACHE,
                        processor=None):
     """prompt/target rows -> Dataset(input_ids, labels, n_prompt); same rows, same order.
 
@@ -171,7 +170,7 @@ def training_rows(params: dict, world: str, name: str) -> list[dict]:
         if not hasattr(module, "random_prefixes"):
             raise PipelineError(f"model {world}/{name}: prefix_fraction needs the world module to define random_prefixes")
         k = int(round(frac * len(rows)))
-        prefixes = module.random_prefixes(params["worlds"][world]["data"], k, params["seed"] + 1, Path("data") / world)
+        prefixes = module.random_prefixes(params["worlds"][world]["data"], k, params["seed"] + 1, data_dir(world))
         rows = [dict(r, prompt=p + r["prompt"]) for r, p in zip(rows[:k], prefixes)] + rows[k:]
     return rows
 

@@ -14,16 +14,24 @@ gguf_file: ...}` (a pretrained one, as is), or builds on a sibling that does (it
 CALMProcessor (pipeline/composition/alignment.py): each mA reads its own tokens of the same text, in training
 (the aligned dataset) and in generation; the saved composition holds both tokenizers.
 
-Imports of torch/transformers stay inside functions: pipeline/stages.py reads KINDS while composing conf/.
+Imports of torch/transformers (and of pipeline.composition, which imports them) stay inside functions:
+pipeline/stages.py reads KINDS while composing conf/.
 """
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import PipelineError
-from pipeline.training.data import anchor_replay_setting
+from pipeline.errors import PipelineError, UserError
+from pipeline.io import require, require_whole_model
+from pipeline.layout import model_dir, split_file, tokenizer_dir
+from pipeline.tokenization import VOCABULARY_MAP, load_tokenizer, model_tokenizer
+from pipeline.training.architectures import build_base_model
+from pipeline.training.data import (Collator, anchor_replay_setting, composition_mix, data_stems, mix_description,
+                                    supervised_dataset, training_rows, world_rows)
+from pipeline.training.lineage import declared_tokenizer, tokenizer_parent, upstream_models
 
 KIND_FILE = "pipeline_kind"
 
@@ -49,9 +57,6 @@ class Stage:
         return self.params.get("runtime") or {}
 
     def sibling_dir(self, name: str) -> Path:
-        from pipeline.io import require
-        from pipeline.stages import model_dir
-
         return require(model_dir(self.world, name), "upstream model")
 
     def is_sibling(self, name) -> bool:
@@ -60,37 +65,12 @@ class Stage:
     def tokenizer(self):
         """The tokenizer this model reads: the world's, unless it or the sibling it builds on declares its own
         (declared_tokenizer): then its own `tokenizer:`, or the one saved beside that sibling."""
-        from pipeline.tokenizer import load_tokenizer, model_tokenizer
-        from pipeline.stages import tokenizer_dir
-
         declared = declared_tokenizer(self.params, self.world, self.name)
         if declared is None:
             return load_tokenizer(tokenizer_dir(self.world))
         if declared[0] == self.name:
             return model_tokenizer(declared[1], f"worlds.{self.world}.models.{self.name}.tokenizer")
-        return load_tokenizer(self.sibling_dir(_tokenizer_parent(self.cfg)))
-
-
-def _tokenizer_parent(cfg: dict):
-    """The sibling whose tokenizer a model reads when it declares none: a composition's anchor, else its init."""
-    return cfg.get("anchor") if cfg.get("kind") == "composition" else cfg.get("init")
-
-
-def declared_tokenizer(params: dict, world: str, name: str, chain=()) -> tuple[str, dict] | None:
-    """(the model that declares it, its `tokenizer:` block) for the tokenizer model `name` of `world` reads: its own
-    `tokenizer:`, else that of the sibling it builds on (its `init`; a composition's `anchor`), and so on; None: the
-    world's tokenizer (`worlds.<world>.tokenizer`). A composition declares none: it reads its anchor's."""
-    models = params["worlds"][world]["models"]
-    cfg = models[name]
-    if cfg.get("tokenizer") is not None:
-        if cfg.get("kind") == "composition":
-            raise PipelineError(f"model {world}/{name}: a composition reads its anchor's tokenizer; give `tokenizer:` "
-                                f"to its anchor or augmenting models instead")
-        return name, cfg["tokenizer"]
-    parent = _tokenizer_parent(cfg)
-    if isinstance(parent, str) and parent in models and parent != name and parent not in chain:
-        return declared_tokenizer(params, world, parent, chain + (name,))
-    return None
+        return load_tokenizer(self.sibling_dir(tokenizer_parent(self.cfg)))
 
 
 class Kind:
@@ -98,14 +78,10 @@ class Kind:
 
     def inputs(self, stage: Stage) -> list[Path]:
         """Files and directories the result depends on (beside its conf): the checkpoint fingerprint covers them."""
-        from pipeline.stages import tokenizer_dir, upstream_models
-
         models = stage.params["worlds"][stage.world]["models"]
         files = [tokenizer_dir(stage.world)] + [stage.sibling_dir(u) for u in upstream_models(stage.world, stage.name, stage.cfg, models)]
         if int(stage.cfg["train"]["steps"]) > 0:
-            from pipeline.training.data import data_stems
-
-            files += [Path("data") / stage.world / f"{s}.jsonl" for s in data_stems(stage.cfg)]
+            files += [split_file(stage.world, s) for s in data_stems(stage.cfg)]
         return files
 
     def build(self, stage: Stage, tokenizer):
@@ -114,8 +90,6 @@ class Kind:
 
     def dataset(self, stage: Stage, tokenizer):
         """-> (dataset, collator, counts)."""
-        from pipeline.training.data import Collator, supervised_dataset, training_rows
-
         rows = training_rows(stage.params, stage.world, stage.name)
         return supervised_dataset(rows, tokenizer), Collator(tokenizer.pad_token_id), {"n_training_rows": len(rows)}
 
@@ -165,8 +139,6 @@ class Base(Kind):
     def build(self, stage, tokenizer):
         from transformers import set_seed
 
-        from pipeline.training.architectures import build_base_model
-
         init = stage.cfg.get("init", "random")
         if init in (None, "random"):
             if self.requires_init:
@@ -212,15 +184,12 @@ def _built_architecture(params: dict, world: str, name: str, tokenizer, chain=()
     from models/): `init: random` builds its `arch`; a sibling init is followed; any other init (a local
     directory, a hub id, pkg:) is loaded, as its training stage would."""
     from pipeline.composition import load_causal_lm
-    from pipeline.training.architectures import build_base_model
 
     models = params["worlds"][world]["models"]
     cfg = models[name]
     if name in chain:
         raise PipelineError(f"model {world}/{name}: its init chain loops ({' -> '.join(chain + (name,))})")
     if cfg.get("tokenizer") is not None and cfg.get("kind") != "composition":  # its own, not the world's
-        from pipeline.tokenizer import model_tokenizer
-
         tokenizer = model_tokenizer(cfg["tokenizer"], f"worlds.{world}.models.{name}.tokenizer")
     if cfg.get("kind") == "composition":
         raise PipelineError(f"model {world}/{name} is a composition: it cannot be a composition's base")
@@ -248,8 +217,6 @@ def composition_added_parameters(params: dict, world: str, name: str, tokenizer)
         raise PipelineError(f"{name!r} is not a composition of world {world} (its compositions: "
                             f"{', '.join(compositions) or 'none'}): a LoRA can match only a composition's added parameters")
     def read_by(base):  # the tokenizer a base reads (declared_tokenizer), from conf
-        from pipeline.tokenizer import model_tokenizer
-
         declared = declared_tokenizer(params, world, base)
         return tokenizer if declared is None else model_tokenizer(declared[1], f"worlds.{world}.models.{declared[0]}.tokenizer")
 
@@ -373,8 +340,6 @@ class Lora(Kind):
         return cfg
 
     def dataset(self, stage, tokenizer):
-        from pipeline.training.data import Collator, composition_mix, mix_description, training_rows
-
         rows = training_rows(stage.params, stage.world, stage.name)
         # as a composition's mix (Composition.dataset): loss_until on `data` rows only
         dataset, n_replay, repeats = composition_mix(stage.params, stage.world, self._replay_cfg(stage), rows, tokenizer,
@@ -387,10 +352,8 @@ class Lora(Kind):
         files = super().inputs(stage)
         cfg = self._replay_cfg(stage)
         if anchor_replay_setting(cfg)[0] > 0:  # the anchor's own training rows
-            from pipeline.training.data import data_stems
-
             anchor = stage.params["worlds"][stage.world]["models"][cfg["anchor"]]
-            files += [Path("data") / stage.world / f"{s}.jsonl" for s in data_stems(anchor)]
+            files += [split_file(stage.world, s) for s in data_stems(anchor)]
         return files
 
     def save(self, model, directory):
@@ -400,10 +363,6 @@ class Lora(Kind):
         from peft import PeftModel
 
         from pipeline.composition import load_causal_lm
-
-        import json
-
-        from pipeline.tokenizer import VOCABULARY_MAP, load_tokenizer
 
         base = json.loads((directory / "adapter_config.json").read_text())["base_model_name_or_path"]
         model = load_causal_lm(base)
@@ -444,8 +403,6 @@ class Composition(Kind):
             return stage.__dict__["calm_processor"]
         from pipeline.composition import CALMProcessor
         from pipeline.composition.alignment import tokenizer_digest
-        from pipeline.errors import UserError
-        from pipeline.tokenizer import load_tokenizer
 
         key = f"{stage.world}/{stage.name}"
         spec = lambda name: (declared_tokenizer(stage.params, stage.world, name) or (None, None))[1]  # noqa: E731
@@ -466,8 +423,6 @@ class Composition(Kind):
         return processor
 
     def dataset(self, stage, tokenizer):
-        from pipeline.training.data import Collator, composition_mix, data_stems, mix_description, world_rows
-
         rows = world_rows(stage.world, data_stems(stage.cfg))
         processor = self.processor(stage, tokenizer)
         dataset, n_replay, repeats = composition_mix(stage.params, stage.world, stage.cfg, rows, tokenizer,
@@ -481,10 +436,8 @@ class Composition(Kind):
     def inputs(self, stage):
         files = super().inputs(stage)
         if anchor_replay_setting(stage.cfg)[0] > 0:  # the anchor's own training rows
-            from pipeline.training.data import data_stems
-
             anchor = stage.params["worlds"][stage.world]["models"][stage.cfg["anchor"]]
-            files += [Path("data") / stage.world / f"{s}.jsonl" for s in data_stems(anchor)]
+            files += [split_file(stage.world, s) for s in data_stems(anchor)]
         return files
 
     def load(self, directory):
@@ -504,8 +457,6 @@ def get_kind(name: str) -> Kind:
 
 def load_trained_model(directory: str | Path):
     """A model a training stage wrote (its kind is recorded beside it)."""
-    from pipeline.io import require, require_whole_model
-
     directory = require_whole_model(require(Path(directory), "upstream model"))
     kind_file = directory / KIND_FILE
     kind = kind_file.read_text().strip() if kind_file.exists() else "base"
