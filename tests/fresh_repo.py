@@ -30,9 +30,11 @@ def stages_run(stdout: str) -> set[str]:
 
 
 def fresh_repo(tmp_path: Path, worlds: str, overrides: tuple[str, ...] = (), preset: str = "micro",
-               extra_files: dict[str, Path] | None = None) -> tuple[Path, dict, list[str]]:
+               extra_files: dict[str, Path] | None = None, pipeline: str = "main") -> tuple[Path, dict, list[str]]:
     """A fresh git copy of the repository whose params.yaml is `preset` of `worlds` plus `overrides`;
-    `extra_files` maps a path in the copy to a file to put there first (e.g. a conf-declared world)."""
+    `extra_files` maps a path in the copy to a file to put there first (e.g. a conf-declared world).
+    pipeline="real": the real-model worlds' pipeline is composed instead (real/params.yaml, for targets
+    `real/dvc.yaml:<stage>`), and params.yaml stays the committed one, as in a user's checkout."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _copy_repo(repo)
@@ -41,7 +43,8 @@ def fresh_repo(tmp_path: Path, worlds: str, overrides: tuple[str, ...] = (), pre
     env = dict(os.environ, WANDB_MODE="disabled", PATH=f"{BIN}:{os.environ['PATH']}")
     env.pop("CALM_PARAMS", None)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    params = [sys.executable, "-m", "pipeline.params", f"preset={preset}", f"world=[{worlds}]", *overrides]
+    params = [sys.executable, "-m", "pipeline.params", f"--pipeline={pipeline}", f"preset={preset}", f"world=[{worlds}]",
+              *overrides]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     made = subprocess.run(params, cwd=repo, env=env, capture_output=True, text=True)
     assert made.returncode == 0, made.stderr[-2000:]

@@ -67,10 +67,13 @@ def test_code_real_chain_runs_with_a_local_stand_in_for_qwen(tmp_path):
 
     local = smollm2_first_layers(tmp_path / "smollm2-4-layers", layers=4)
     overrides = _stand_in_overrides(local)
-    repo, env, _ = fresh_repo(tmp_path, "code_real", tuple(overrides), preset="micro")
+    repo, env, _ = fresh_repo(tmp_path, "code_real", tuple(overrides), preset="micro", pipeline="real")
     env = dict(env, CALM_THREADS="1", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
-    repro_timed(repo, env, ["--no-commit", "report@table4_real"], "code_real micro, SmolLM2 stand-in")
+    repro_timed(repo, env, ["--no-commit", "real/dvc.yaml:report@table4_real"], "code_real micro, SmolLM2 stand-in")
 
+    # its own pipeline: the committed params.yaml untouched, the stages locked in real/dvc.lock
+    assert (repo / "params.yaml").read_bytes() == (ROOT / "params.yaml").read_bytes()
+    assert "train@code_real/calm" in (repo / "real" / "dvc.lock").read_text()
     t4 = list(csv.DictReader(open(repo / "reports/table4_real.csv")))
     assert {r["model"] for r in t4} == {"mA", "mB", "CALM", "mB+Code"} and all(r["ours"] not in ("", None) for r in t4)
     # the CPU stand-ins' committed Table 4 is untouched, and nothing was built under the code world's name

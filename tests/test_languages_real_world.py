@@ -52,9 +52,9 @@ def test_languages_real_chain_runs_with_a_local_stand_in_for_smollm2(tmp_path):
     w = "worlds.languages_real"
     overrides = ("runtime.threads=1", f"{w}.data.benchmarks_dir={BENCHMARKS}", f"{w}.tokenizer.pretrained={local}",
                  f"{w}.tokenizer.gguf_file=null", f"{w}.models.mB_released.init_gguf_file=null")
-    repo, env, _ = fresh_repo(tmp_path, "languages_real", overrides, preset="micro")
+    repo, env, _ = fresh_repo(tmp_path, "languages_real", overrides, preset="micro", pipeline="real")
     env = dict(env, CALM_THREADS="1", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
-    repro_timed(repo, env, ["--no-commit", "report@table2_real", "report@table3_real"], "languages_real micro, SmolLM2 stand-in")
+    repro_timed(repo, env, ["--no-commit", "real/dvc.yaml:report@table2_real", "real/dvc.yaml:report@table3_real"], "languages_real micro, SmolLM2 stand-in")
 
     for table in ("table2_real", "table3_real"):
         cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
