@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 from tiny_models import FAMILIES, VOCAB, randomize_composition, tiny_model
+from user_errors import one_line_error
 
 from pipeline.composition import (
     CALM_OPTIONS,
@@ -21,7 +22,6 @@ from pipeline.composition import (
     CrossAttention,
 )
 from pipeline.composition.base_models import decoder_layers, fingerprint, legacy_fingerprint
-from pipeline.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,16 +32,6 @@ def anchor_model(family="llama", seed=0):
 
 def augmenting_model(family="gpt2", seed=1):
     return tiny_model(family, width=32, layers=6, heads=2, seed=seed)
-
-
-def one_line_error(error_type, call, *args, **kwargs) -> str:
-    """The call fails with `error_type` (a UserError: the pipeline prints it as one line) and a one-line message."""
-    with pytest.raises(error_type) as caught:
-        call(*args, **kwargs)
-    assert isinstance(caught.value, UserError)
-    message = str(caught.value)
-    assert message and "\n" not in message, message
-    return message
 
 
 def random_ids(batch, length, seed=0):

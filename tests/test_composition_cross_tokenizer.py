@@ -20,6 +20,7 @@ import pytest
 import real_tokenizers
 import torch
 from tiny_models import assert_text_after_each_cut_leaves_earlier_logits, randomize_composition, tiny_model
+from user_errors import one_line_error
 
 from pipeline.composition import (
     CALMForCausalLM,
@@ -28,7 +29,6 @@ from pipeline.composition import (
     CompositionInputError,
     CompositionLoadError,
 )
-from pipeline.errors import UserError
 from pipeline.generation import generate_texts
 
 if not real_tokenizers.has_smollm2() or not real_tokenizers.has_qwen():
@@ -62,14 +62,6 @@ def tokenizers():
 
 
 DIRECTIONS = [("smollm2", "qwen"), ("qwen", "smollm2")]  # (anchor's tokenizer, mA's)
-
-
-def one_line_error(error_type, call, *args, **kwargs) -> str:
-    with pytest.raises(error_type) as caught:
-        call(*args, **kwargs)
-    assert isinstance(caught.value, UserError)
-    assert "\n" not in str(caught.value), str(caught.value)
-    return str(caught.value)
 
 
 # ----- the alignment ---------------------------------------------------------------------------------------------

