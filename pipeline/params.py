@@ -44,7 +44,7 @@ PUBLISHED_PRESET = "cpu"  # conf/config.yaml's default: the preset whose tables,
 PRESETS_DIR = "presets"   # presets/<preset>/: another preset's own workspace
 WORKSPACE_MARKER = ".preset-workspace"  # in a preset workspace: the preset it was made for
 # what a preset workspace leaves out of its copy: the published preset's outputs and their lock entries
-PUBLISHED_OUTPUTS = ("dvc.lock", "reports/")
+PUBLISHED_OUTPUTS = ("dvc.lock", "real/dvc.lock", "reports/")
 RESOLVER = "calm_dag"
 
 
@@ -247,8 +247,11 @@ def main(argv: list[str]) -> None:
         work = preset_workspace(root, params["preset"])
         dump_params(rebase_relative_paths(params, root, work), work / out)
         where = work.relative_to(root)
+        # the root pipeline's bare `dvc repro` builds every CPU table; the real pipeline is built by target
+        repro = "dvc repro" if pipeline == "main" else " or ".join(
+            f"dvc repro {Path(out).parent / 'dvc.yaml'}:report@{t}" for t in params["reports"])
         print(f"wrote {where / out} (preset={params['preset']}): the preset builds in its own workspace, "
-              f"apart from the published {PUBLISHED_PRESET} outputs: cd {where} && dvc repro")
+              f"apart from the published {PUBLISHED_PRESET} outputs: cd {where} && {repro}")
         return
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     dump_params(params, out)

@@ -183,6 +183,8 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     repo = tmp_path / "repo"
     repo.mkdir()
     _copy_repo(repo)
+    (tmp_path / "shared").symlink_to(ROOT.parent / "shared")  # ../shared/benchmarks, as beside the checkout
+    (repo / "real" / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")  # the real pipeline's published lock
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "published"]):
         subprocess.run(git + args, cwd=repo, check=True)
@@ -200,6 +202,11 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     assert (work / "data" / "built").read_text() == "kept"
     assert {p: (repo / p).read_bytes() for p in published} == published
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout == ""
+    # the real pipeline's preset: the same workspace, told to build by target (a bare `dvc repro` builds no real table)
+    r = subprocess.run([sys.executable, "-m", "pipeline.params", "--pipeline", "real", "preset=micro"], cwd=repo,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "dvc repro real/dvc.yaml:report@table4_xtok" in r.stdout, r.stderr[-2000:]
+    assert (work / "real" / "params.yaml").is_file() and not (work / "real" / "dvc.lock").exists()
 
     # DVC's Hydra integration (`dvc exp run -S preset=micro`): refused in the published workspace before it writes
     # params.yaml; allowed in the preset's own
