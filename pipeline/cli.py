@@ -1,4 +1,5 @@
-"""The wrapper every stage entry point uses: a UserError becomes one line on stderr and exit code 2."""
+"""The wrapper every stage entry point uses: a UserError becomes one line on stderr and exit code 2 (under
+several processes, one line naming the process that failed: the launcher then stops the others)."""
 from __future__ import annotations
 
 import functools
@@ -14,7 +15,15 @@ def cli(main: Callable[[list[str]], Any]) -> Callable[[], None]:
         try:
             main(sys.argv[1:] if argv is None else argv)
         except UserError as e:  # ours, the composition's and the benchmarks' one-line errors
-            print(f"error: {e}", file=sys.stderr)
+            from pipeline.distributed import rank, world_size
+
+            several = world_size() > 1
+            where = f" (process {rank()} of {world_size()})" if several else ""
+            print(f"error{where}: {e}", file=sys.__stderr__ if several else sys.stderr)
             raise SystemExit(2)
+        except BaseException:
+            if world_size() > 1:  # a process silenced by pipeline.distributed still shows its traceback
+                sys.stderr = sys.__stderr__
+            raise
 
     return wrapper

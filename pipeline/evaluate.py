@@ -6,12 +6,17 @@
 Generation is batched, left-padded and cached-KV (pipeline/generation.py), greedy unless a set asks for
 samples (`n_samples` > 1, for pass@k); scoring is pipeline/scoring.py (exact match, chrF, GSM accuracy,
 sandboxed pass@k).
+
+Under several processes (torchrun, accelerate launch; pipeline/distributed.py) greedy generation is shared between
+them by whole batches and gathered in order (pipeline/generation.py); the main process alone scores, computes
+likelihood metrics, and writes the same predictions and metrics files one process writes.
 """
 from __future__ import annotations
 
 import sys
 import time
 
+from pipeline import distributed
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.generation import generate_texts
@@ -47,6 +52,8 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
         scfg = ecfg["sets"][set_name] or {}
         scorer = get_metric(scfg.get("metric", "exact_match"))
         if scfg.get("metric") in LIKELIHOOD_METRICS:  # the model's probabilities of the rows' text: nothing generated
+            if not distributed.is_main():
+                continue
             t0 = time.time()
             summary, per_row = scorer(model, tokenizer, rows, scfg)
             metrics[set_name] = {"metric": scfg["metric"], **summary, "n": len(rows), "seconds": round(time.time() - t0, 1)}
@@ -63,8 +70,10 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
             max_new_tokens=int(scfg.get("max_new_tokens", ecfg["max_new_tokens"])), stop=scfg.get("stop") or (),
             batch_size=int(scfg.get("batch_size", ecfg["batch_size"])), do_sample=n_samples > 1,
             temperature=float(scfg.get("temperature", 1.0)), num_return_sequences=n_samples, progress=progress,
-            desc=set_name,
+            desc=set_name, distribute=True,
         )
+        if not distributed.is_main():  # the main process scores and writes
+            continue
         outs = [[o] if n_samples == 1 else o for o in outs]
         outs = [[o.replace(tokenizer.eos_token, "") if tokenizer.eos_token else o for o in samples] for samples in outs]
         summary, per_row = scorer(rows, outs, scfg)
@@ -93,6 +102,7 @@ def evaluate(params: dict, key: str) -> dict:
     ecfg = params["worlds"][world]["evaluation"]
     runtime = params.get("runtime") or {}
     require_device(runtime)
+    distributed.start(runtime)
     set_threads(runtime)
     # the world's tokenizer, or the model's own (its training saved the one it read beside it: lineage.declared_tokenizer)
     own = declared_tokenizer(params, world, name) is not None
@@ -105,8 +115,11 @@ def evaluate(params: dict, key: str) -> dict:
             model.to(torch.bfloat16)
     sets = {s: read_jsonl(split_file(world, s)) for s in ecfg["sets"]}
     run = wandb_run(f"eval-{key}", "evaluate", {"model": key, **ecfg, "seed": params["seed"]},
-                    params.get("wandb", {}).get("project", "calm-repro"))
+                    params.get("wandb", {}).get("project", "calm-repro")) if distributed.is_main() else None
     metrics, records = evaluate_sets(model, tokenizer, sets, ecfg)
+    if not distributed.is_main():
+        distributed.finish()  # wait for the main process to write
+        return metrics
     if run is not None:
         run.log({f"{s}/{m['metric']}": m["score"] for s, m in metrics.items()})
         run.finish()
@@ -114,6 +127,7 @@ def evaluate(params: dict, key: str) -> dict:
     # scores only: the metrics file is what `dvc metrics diff` compares and git publishes, and timings differ per run
     scores = {s: {k: v for k, v in m.items() if k != "seconds"} for s, m in metrics.items()}
     atomic_write_json(metrics_path(world, name), {"model": name, "world": world, "preset": params["preset"], "metrics": scores})
+    distributed.finish()
     return metrics
 
 

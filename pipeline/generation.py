@@ -12,6 +12,12 @@ the early stop agree exactly with the cut.
 
 An optional GenerationCache (JSONL) remembers completions by (model id, prompt,
 settings), so a re-run or a re-scoring does not regenerate.
+
+Under several processes (pipeline/distributed.py), `distribute=True` shares greedy generation between them:
+the one-process batches (sorted by length, cut into batch_size) are dealt out whole, in contiguous runs, so every
+batch is the very batch one process computes, and the completions are gathered back in the caller's order on
+every process (the cache is written by the main process alone). Sampled generation (do_sample) draws from one
+seeded stream across batches, so it is not split: every process generates it all, as one process does.
 """
 from __future__ import annotations
 
@@ -99,7 +105,7 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
                    temperature: float = 1.0, top_p: float = 1.0,
                    num_return_sequences: int = 1, seed: int | None = 0,
                    cache: GenerationCache | None = None, progress: bool = True,
-                   desc: str = "generating") -> list[str] | list[list[str]]:
+                   desc: str = "generating", distribute: bool = False) -> list[str] | list[list[str]]:
     """Complete each prompt; returns one string per prompt, or, when
     num_return_sequences > 1, a list of that many strings per prompt.
 
@@ -133,12 +139,20 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
         else:
             todo.append(index)
 
+    from pipeline import distributed
+
+    shared = distribute and not do_sample and distributed.world_size() > 1
     if todo:
         if tokenizer.pad_token_id is None:  # many causal LMs have no pad token
             tokenizer.pad_token = tokenizer.eos_token
         lengths = {i: len(tokenizer(prompts[i], add_special_tokens=True)["input_ids"])
                    for i in todo}
         todo.sort(key=lambda i: -lengths[i])  # longest first: memory trouble shows at once
+        everything = todo
+        if shared:  # this process's contiguous run of the one-process batches
+            starts = list(range(0, len(todo), batch_size))
+            mine = distributed.shard(len(starts))
+            todo = [i for b in mine for i in todo[starts[b]:starts[b] + batch_size]]
         device = _model_device(model)
         if do_sample and seed is not None:
             torch.manual_seed(seed)
@@ -155,11 +169,17 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
                         num_return_sequences=num_return_sequences)
                     for index, texts in zip(batch, completions):
                         results[index] = texts
-                    if cache is not None:
+                    if cache is not None and not shared:
                         cache.put_many([(prompts[i], results[i]) for i in batch], settings)
                     bar.update(len(batch))
         finally:
             tokenizer.padding_side = original_padding_side
+        if shared:
+            for part in distributed.gather_objects({i: results[i] for i in todo}):
+                for i, texts in part.items():
+                    results[i] = texts
+            if cache is not None and distributed.is_main():
+                cache.put_many([(prompts[i], results[i]) for i in everything], settings)
 
     if num_return_sequences == 1:
         return [texts[0] for texts in results]

@@ -11,6 +11,10 @@ resumed); a rerun after a kill resumes from the newest complete one (optimizer, 
 running loss sums restored) and ends with the same weights and train_info as an uninterrupted run (but for
 seconds_this_run and resumed_from). A checkpoint whose files do not verify (a kill mid-write, a truncated file) is
 removed with one line and the one before it resumed.
+
+Under several processes (torchrun, accelerate launch; pipeline/distributed.py) the stage trains data parallel with
+the recipe's global batch (trainer.trainer_arguments); the main process alone tokenises the data cache first,
+prints, writes the model directory, train_info.json and the run log, and removes the checkpoints; the others wait.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pipeline import float_path
+from pipeline import distributed, float_path
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_dir, atomic_write_json, fingerprint
@@ -42,6 +46,7 @@ def train(params: dict, key: str) -> dict:
     if not isinstance(steps, int) or steps < 0:
         raise PipelineError(f"model {key}: train.steps must be an integer >= 0 (0 = save it untrained), not {steps!r}")
     require_device(stage.runtime)
+    distributed.start(stage.runtime)
     set_threads(stage.runtime)
     tokenizer = stage.tokenizer()
     models = params["worlds"][world]["models"]
@@ -50,14 +55,18 @@ def train(params: dict, key: str) -> dict:
     fp = fingerprint({"key": key, "cfg": cfg, "seed": stage.seed, "related": related,
                       "precision": stage.runtime.get("precision", "fp32"), **execution,
                       # a checkpoint made on another float path is never resumed (its steps summed in another order)
-                      "float_path": float_path.pin()}, kind.inputs(stage))
+                      "float_path": float_path.pin(),
+                      # a checkpoint of another process count is never resumed (its RNG and loss sums are per process)
+                      **({"processes": distributed.world_size()} if distributed.world_size() > 1 else {})},
+                     kind.inputs(stage))
     model, counts = kind.build(stage, tokenizer)
     print(f"{key}: kind {kind.name}, " + ", ".join(f"{k}={v}" for k, v in counts.items()), file=sys.stderr)
     run_dir = CHECKPOINTS / f"{world}-{name}-{fp}"
     if steps == 0:
         info = {"steps": 0, "untrained": True}
     else:
-        dataset, collator, data_counts = kind.dataset(stage, tokenizer)
+        with distributed.main_first():  # the main process writes the tokenised cache, the others read it
+            dataset, collator, data_counts = kind.dataset(stage, tokenizer)
         counts.update(data_counts)
         trainer, info = run_trainer(
             model, dataset, collator, cfg["train"], stage.runtime, stage.seed, run_dir, key, params.get("wandb", {}),
@@ -65,7 +74,12 @@ def train(params: dict, key: str) -> dict:
             micro_batches=execution.get("micro_batches", 1),
         )
         info.update(execution)
+        if distributed.world_size() > 1:
+            info["processes"] = distributed.world_size()
         model = trainer.model
+    if not distributed.is_main():
+        distributed.finish()  # wait for the main process to write the model
+        return info
     with atomic_dir(model_dir(world, name)) as tmp:
         kind.save(model, tmp)
         save_tokenizer(tokenizer, tmp)  # a restricted vocabulary's map too: which original ids the model's rows are
@@ -75,6 +89,7 @@ def train(params: dict, key: str) -> dict:
                           {"kind": kind.name, "seed": stage.seed, **counts, **recipe, **float_path.describe()})
     atomic_write_json(run_log_path(world, name), {k: info.get(k) for k in RUN_LOG_FIELDS})
     shutil.rmtree(run_dir, ignore_errors=True)
+    distributed.finish()
     return info
 
 

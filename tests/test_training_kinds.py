@@ -125,7 +125,7 @@ def test_gpu_runtime_settings_reach_training_arguments(conf_dir):
     cpu = trainer_arguments(tcfg, compose_params(["preset=micro"], conf_dir=conf_dir)["runtime"], seed=0,
                             output_dir="x", run_name="x", report_to="none")
     assert cpu["use_cpu"] is True and cpu["bf16"] is False
-    assert compose_params(["preset=micro", "runtime=multi_gpu"], conf_dir=conf_dir)["runtime"]["launch"].startswith("accelerate launch")
+    assert compose_params(["preset=micro", "runtime=multi_gpu"], conf_dir=conf_dir)["runtime"]["launch"] == "python -m pipeline.launch"
     with pytest.raises(PipelineError, match="needs runtime.device cuda"):
         check_runtime({"device": "cpu", "precision": "bf16"})
 

@@ -50,8 +50,17 @@ def check_micro_batches(micro_batches, batch_size: int) -> int:
     return micro_batches
 
 
+def check_processes(processes: int, batch_size: int, micro_batches: int) -> None:
+    """One line when the recipe's batch cannot be shared by this many processes x micro-batches."""
+    if batch_size % (processes * micro_batches):
+        raise PipelineError(
+            f"train.batch_size {batch_size} cannot be shared by {processes} processes x {micro_batches} micro-batches: "
+            "the global batch is batch_size rows on any number of processes, so batch_size must be a multiple of "
+            "processes x micro_batches")
+
+
 def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, run_name: str, report_to,
-                      micro_batches: int = 1) -> dict:
+                      micro_batches: int = 1, processes: int = 1) -> dict:
     """The TrainingArguments keywords for a recipe on a runtime (a plain dict, so tests can read it).
 
     micro_batches > 1 cuts each optimizer batch of `batch_size` random rows into that many micro-batches of rows
@@ -59,15 +68,32 @@ def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, 
     padded cost) with gradient accumulation; Trainer normalises each micro-batch's loss by the answer tokens of
     the whole batch (num_items_in_batch), so the update is the whole batch's up to float summation order, while
     padding to each micro-batch's own longest row cuts the padded positions a model computes (up to ~1.8x fewer
-    on the code world's rows, whose lengths run 20-330 characters)."""
+    on the code world's rows, whose lengths run 20-330 characters).
+
+    processes > 1 (data parallel, pipeline.distributed) keeps the recipe's meaning: an optimizer step still sees
+    `batch_size` rows, the same rows as one process (the data order is the seed's, not the process count's).
+    Without micro-batches, accelerate's split_batches: the dataloader yields the one-process batch (batch_size
+    rows, accelerate's seeded sampler with data_seed, as in one process) and each process takes its contiguous
+    share (SeededRebalanceTrainer splits an epoch's last, short batch evenly too). With micro-batches, the
+    batch_rebalance sampler already partitions each batch of batch_size rows over processes x micro-batches.
+    Trainer sums each process's answer tokens across processes (average_tokens_across_devices) and DDP averages
+    the gradients, so the update is one process's up to float summation order. At processes == 1 the arguments
+    are exactly the one-process ones."""
     check_runtime(runtime)
     steps = int(tcfg["steps"])
     k = check_micro_batches(micro_batches, int(tcfg["batch_size"]))
     grouping = {} if k == 1 else dict(gradient_accumulation_steps=k, train_sampling_strategy="batch_rebalance")
+    per_device = int(tcfg["batch_size"]) // k
+    if processes > 1:
+        check_processes(processes, int(tcfg["batch_size"]), k)
+        if k == 1:  # the dataloader's batch is the global one; accelerate gives each process its share
+            grouping = dict(accelerator_config={"split_batches": True})
+        else:  # the sampler takes batch_size rows per step and deals them to processes x micro-batches
+            per_device = int(tcfg["batch_size"]) // (k * processes)
     return dict(
         output_dir=output_dir,
         max_steps=steps,
-        per_device_train_batch_size=int(tcfg["batch_size"]) // k,
+        per_device_train_batch_size=per_device,
         **grouping,
         learning_rate=tcfg["lr"],
         weight_decay=tcfg.get("weight_decay", 0.0),
@@ -108,7 +134,11 @@ def _incomplete(checkpoint: Path) -> str | None:
     files = {p.name: p for p in checkpoint.iterdir() if p.is_file()}
     weights = [n for n in files if n.endswith(".safetensors") or (n.endswith(".bin") and n != "training_args.bin")]
     missing = [n for n in ("optimizer.pt", "scheduler.pt") if n not in files]
-    missing += [] if any(n.startswith("rng_state") for n in files) else ["rng_state.pth"]
+    ranks = int(((state.get("stateful_callbacks") or {}).get(LOSS_SUMS) or {}).get("processes", 1))
+    if ranks > 1:  # Trainer writes one RNG state per process
+        missing += [f"rng_state_{r}.pth" for r in range(ranks) if f"rng_state_{r}.pth" not in files]
+    else:
+        missing += [] if any(n.startswith("rng_state") for n in files) else ["rng_state.pth"]
     missing += [] if weights else ["the model's weights"]
     if missing:
         return f"{', '.join(missing)} missing"
@@ -159,8 +189,25 @@ LOSS_SUMS = "calm_loss_sums"  # trainer_state.json's stateful_callbacks entry th
 
 
 def _trainer_class():
+    from accelerate.data_loader import BatchSamplerShard
     from transformers import Trainer, TrainerCallback
     from transformers.trainer_pt_utils import BatchRebalanceSampler
+
+    class EvenSplitShard(BatchSamplerShard):
+        """accelerate's split_batches shard, but an epoch's last, short batch of r rows is split into the
+        processes' contiguous shares too (accelerate tops it up to a full batch with rows from the epoch's start,
+        so several processes would train on other rows than one process does). Losses are normalised by the
+        answer tokens summed over processes, so uneven shares give one process's update. Fewer rows than
+        processes: topped up as accelerate does (every process needs a row)."""
+
+        def _iter_with_split(self):
+            n, p = self.num_processes, self.process_index
+            first = None
+            for batch in self.batch_sampler:
+                first = batch if first is None else first
+                if len(batch) < n:
+                    batch = (batch + first * n)[:n]
+                yield batch[p * len(batch) // n:(p + 1) * len(batch) // n]
 
     class RestoreLossSums(TrainerCallback):
         """On a resume, put back the running loss sums the checkpoint saved (Trainer starts them at zero), and
@@ -173,7 +220,8 @@ def _trainer_class():
             sums = state.stateful_callbacks.get(LOSS_SUMS) if state.global_step else None
             if sums:
                 self.trainer._total_loss_scalar = sums["total_loss_scalar"]
-                self.trainer._tr_loss.fill_(sums["tr_loss"])
+                # each process's own running sum (their mean is what Trainer logs)
+                self.trainer._tr_loss.fill_(sums.get("tr_loss_per_process", [sums["tr_loss"]])[args.process_index])
                 self.trainer._globalstep_last_logged = sums["globalstep_last_logged"]
                 self.trainer.loss_sums_restored = True
 
@@ -194,6 +242,13 @@ def _trainer_class():
             super().__init__(*args, **kwargs)
             self.callback_handler.callbacks.insert(0, RestoreLossSums(self))  # before the loggers (on_log)
 
+        def get_train_dataloader(self):
+            loader = super().get_train_dataloader()
+            shard = getattr(loader, "batch_sampler", None)
+            if isinstance(shard, BatchSamplerShard) and shard.split_batches and shard.num_processes > 1:
+                shard.__class__ = EvenSplitShard  # an epoch's short last batch: shared, not topped up
+            return loader
+
         def _get_train_sampler(self, train_dataset=None):
             sampler = super()._get_train_sampler(train_dataset)
             if isinstance(sampler, BatchRebalanceSampler):
@@ -204,6 +259,10 @@ def _trainer_class():
             self.state.stateful_callbacks[LOSS_SUMS] = {  # tr_loss is float32: its .item() round-trips exactly
                 "total_loss_scalar": self._total_loss_scalar, "tr_loss": self._tr_loss.item(),
                 "globalstep_last_logged": self._globalstep_last_logged}
+            if self.args.world_size > 1:  # every process's running sum, and how many wrote RNG states
+                sums = self.accelerator.gather(self._tr_loss.detach().reshape(1).to(self.args.device))
+                self.state.stateful_callbacks[LOSS_SUMS].update(
+                    tr_loss_per_process=[float(x) for x in sums.cpu()], processes=self.args.world_size)
             super()._save_checkpoint(model, trial)
 
     return SeededRebalanceTrainer
@@ -214,13 +273,16 @@ def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, 
     """Train (resuming from run_dir's newest complete checkpoint) -> (trainer, info)."""
     from transformers import TrainingArguments
 
-    use_wandb = wandb_enabled()
+    from pipeline import distributed
+
+    use_wandb = wandb_enabled() and distributed.is_main()  # one W&B run, the main process's
     if use_wandb:
         os.environ.setdefault("WANDB_PROJECT", wandb_cfg.get("project", "calm-repro"))
     set_threads(runtime)
     args = TrainingArguments(**trainer_arguments(
         tcfg, runtime, seed=seed, output_dir=str(run_dir), run_name=run_name,
-        report_to=["wandb"] if use_wandb else "none", micro_batches=micro_batches))
+        report_to=["wandb"] if use_wandb else "none", micro_batches=micro_batches,
+        processes=distributed.world_size()))
     trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, data_collator=collator)
     Base, Mine = _progress_callback()
     trainer.remove_callback(Base)
@@ -233,7 +295,11 @@ def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, 
                        config=extra_config, reinit="finish_previous")
         else:
             wandb.config.update(extra_config, allow_val_change=True)
-    last = last_complete_checkpoint(run_dir)
+    if distributed.is_main():  # removes incomplete checkpoints: the main process alone, the others then look
+        last = last_complete_checkpoint(run_dir)
+    distributed.barrier()
+    if not distributed.is_main():
+        last = last_complete_checkpoint(run_dir)
     if last:
         print(f"resuming from {last}", file=sys.stderr)
     t0 = time.time()
