@@ -17,14 +17,14 @@ from pipeline.code_deps import imported_modules, package_modules
 LAYERS = (
     ("stages", [("pipeline.params", "pipeline.stages", "pipeline.checks", "pipeline.code_deps",
                  "pipeline.build_data", "pipeline.tokenizer", "pipeline.train", "pipeline.evaluate",
-                 "pipeline.report", "pipeline.figure", "pipeline.sweep", "pipeline.records")]),
+                 "pipeline.report", "pipeline.figure", "pipeline.sweep", "pipeline.records", "pipeline.launch")]),
     ("training", [("pipeline.training",)]),
     ("tokenization, scoring", [("pipeline.tokenization",), ("pipeline.scoring",)]),
     ("worlds", [("pipeline.worlds",)]),
     ("benchmarks", [("pipeline.benchmarks",)]),
     ("composition, generation", [("pipeline.composition",), ("pipeline.generation",)]),
     ("leaves", [("pipeline", "pipeline.errors", "pipeline.io", "pipeline.layout", "pipeline.cli", "pipeline.hub",
-                 "pipeline.text", "pipeline.float_path", "pipeline.tracking")]),
+                 "pipeline.text", "pipeline.float_path", "pipeline.tracking", "pipeline.distributed")]),
 )
 
 
