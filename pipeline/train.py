@@ -37,7 +37,7 @@ RUN_LOG_FIELDS = ("seconds_this_run", "resumed_from")
 def train(params: dict, key: str) -> dict:
     from pipeline.tokenization import save_tokenizer
     from pipeline.training.kinds import KIND_FILE, Stage, get_kind
-    from pipeline.training.trainer import require_device, run_trainer, set_threads
+    from pipeline.training.trainer import check_processes, require_device, run_trainer, set_threads
 
     world, name, cfg = model_spec(params, key)
     kind = get_kind(cfg.get("kind"))
@@ -46,6 +46,9 @@ def train(params: dict, key: str) -> dict:
     if not isinstance(steps, int) or steps < 0:
         raise PipelineError(f"model {key}: train.steps must be an integer >= 0 (0 = save it untrained), not {steps!r}")
     require_device(stage.runtime)
+    if steps and distributed.world_size() > 1:  # a batch the processes cannot share: one line before anything is built
+        check_processes(distributed.world_size(), int(cfg["train"]["batch_size"]),
+                        execution_settings(params, world).get("micro_batches", 1))
     distributed.start(stage.runtime)
     set_threads(stage.runtime)
     tokenizer = stage.tokenizer()

@@ -8,7 +8,7 @@ import pipeline  # noqa: F401
 # rest of the suite fills in beside them instead of waiting behind them. Then the paper presets' stand-in chains
 # (a real pretrained model through every stage: minutes) and the SIGKILL/resume tests (the next longest). Within
 # each rank the usual order is kept.
-_LONG_FIRST = ("tests/test_pipeline_smoke.py", "stand_in", "tests/test_train_resume.py")
+_LONG_FIRST = ("tests/test_pipeline_smoke.py", "stand_in", "tests/test_train_resume.py", "tests/test_distributed.py")
 
 
 def pytest_collection_modifyitems(session, config, items):
