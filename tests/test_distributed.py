@@ -111,6 +111,24 @@ def test_two_processes_train_the_one_process_recipe(trained):
     assert r.stderr.count("kv_arithmetic/calm: kind composition") == 1
 
 
+def test_two_processes_deal_micro_batches_as_one_process_trains_the_batch(template, trained, tmp_path):
+    """micro_batches: 2 on 2 processes: the batch_rebalance sampler deals each batch of 12 rows over 2 processes x 2
+    micro-batches (per-device batch 3); same rows per step, so the one-process run's losses and weights."""
+    workdir = tmp_path / "micro"
+    shutil.copytree(template, workdir)
+    dump_params(compose_params([*COMPOSITION, f"+worlds.{WORLD}.micro_batches=2"]), workdir / "params.yaml")
+    r = _run(workdir, "-m", "pipeline.train", f"{WORLD}/calm", processes=2)
+    assert r.returncode == 0, r.stderr[-3000:]
+    one = _model(trained[1][0])
+    info1, info2 = (json.loads((d / "train_info.json").read_text()) for d in (one, _model(workdir)))
+    assert info2["micro_batches"] == 2 and info2["processes"] == 2
+    for (s1, a), (s2, b) in zip(info1["loss_history"], info2["loss_history"], strict=True):
+        assert s1 == s2 and b == pytest.approx(a, rel=LOSS_RTOL)
+    w1, w2 = load_file(str(one / "model.safetensors")), load_file(str(_model(workdir) / "model.safetensors"))
+    for k in w1:
+        torch.testing.assert_close(w2[k], w1[k], rtol=0, atol=WEIGHT_ATOL, msg=k)
+
+
 def test_only_the_main_process_writes(trained):
     two = trained[2][0]
     models = two / "models"
