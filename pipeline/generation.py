@@ -16,8 +16,8 @@ settings), so a re-run or a re-scoring does not regenerate.
 Under several processes (pipeline/distributed.py), `distribute=True` shares greedy generation between them:
 the one-process batches (sorted by length, cut into batch_size) are dealt out whole, in contiguous runs, so every
 batch is the very batch one process computes, and the completions are gathered back in the caller's order on
-every process (the cache is written by the main process alone). Sampled generation (do_sample) draws from one
-seeded stream across batches, so it is not split: every process generates it all, as one process does.
+every process. Sampled generation (do_sample) draws from one seeded stream across batches, so it is not split:
+every process generates it all, as one process does. Either way the main process alone writes the cache.
 """
 from __future__ import annotations
 
@@ -141,7 +141,9 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
 
     from pipeline import distributed
 
-    shared = distribute and not do_sample and distributed.world_size() > 1
+    several = distribute and distributed.world_size() > 1
+    shared = several and not do_sample  # split between the processes (sampled: each generates it all)
+    writes_cache = cache is not None and (not several or distributed.is_main())  # one writer of the cache file
     if todo:
         if tokenizer.pad_token_id is None:  # many causal LMs have no pad token
             tokenizer.pad_token = tokenizer.eos_token
@@ -169,7 +171,7 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
                         num_return_sequences=num_return_sequences)
                     for index, texts in zip(batch, completions):
                         results[index] = texts
-                    if cache is not None and not shared:
+                    if writes_cache and not shared:
                         cache.put_many([(prompts[i], results[i]) for i in batch], settings)
                     bar.update(len(batch))
         finally:
@@ -178,7 +180,7 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
             for part in distributed.gather_objects({i: results[i] for i in todo}):
                 for i, texts in part.items():
                     results[i] = texts
-            if cache is not None and distributed.is_main():
+            if writes_cache:
                 cache.put_many([(prompts[i], results[i]) for i in everything], settings)
 
     if num_return_sequences == 1:
