@@ -1,6 +1,6 @@
 """Tests for real standard-library functions, by capturing their behaviour: each candidate (a self-contained
 module-level function: its free names are its parameters, locals and harmless builtins, see
-code_corpus.SAFE_BUILTINS) is run, in the project's sandbox (pipeline.benchmarks.sandbox.run_programs), on
+corpus.SAFE_BUILTINS) is run, in the project's sandbox (pipeline.benchmarks.sandbox.run_programs), on
 argument tuples drawn from a fixed pool of literals; the calls that return (within a time limit) a value that
 is a plain literal (None, bool, int, float, str, bytes and lists/tuples/dicts/sets of them, whose repr evaluates
 back to an equal value) become `assert name(args) == value` lines.
