@@ -265,7 +265,7 @@ def test_references_pass_and_wrong_bodies_fail_in_the_sandbox(built):
     """A sample of every execution set through the project's sandbox, as the pass_at_k scorer runs it
     (prompt + completion, then the row's test): the reference passes; `return None`, an empty completion and
     another row's reference (unless it is the same text) fail."""
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
 
     _, _, rows = built
     jobs, expect = [], []

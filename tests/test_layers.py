@@ -22,9 +22,11 @@ LAYERS = (
     ("tokenization, scoring", [("pipeline.tokenization",), ("pipeline.scoring",)]),
     ("worlds", [("pipeline.worlds",)]),
     ("benchmarks", [("pipeline.benchmarks",)]),
+    ("sandbox", [("pipeline.sandbox",)]),
     ("composition, generation", [("pipeline.composition",), ("pipeline.generation",)]),
+    # benchmarks/errors: the benchmark package's exceptions, SandboxError among them, which the sandbox raises
     ("leaves", [("pipeline", "pipeline.errors", "pipeline.io", "pipeline.layout", "pipeline.cli", "pipeline.hub",
-                 "pipeline.text", "pipeline.float_path", "pipeline.tracking")]),
+                 "pipeline.text", "pipeline.float_path", "pipeline.tracking", "pipeline.benchmarks.errors")]),
 )
 
 

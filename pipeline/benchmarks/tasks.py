@@ -18,7 +18,7 @@ from pipeline.benchmarks import data as benchmark_data
 from pipeline.benchmarks.errors import BenchmarkError, DataUnavailableError
 from pipeline.benchmarks.extraction import parse_gold_number, truncate_at_stop
 from pipeline.benchmarks.metrics import load_metric
-from pipeline.benchmarks.sandbox import limits_from_config, run_programs
+from pipeline.sandbox.harness import limits_from_config, run_programs
 
 FLORES_LANGUAGE_NAMES = {
     "eng_Latn": "English", "pol_Latn": "Polish", "swh_Latn": "Swahili", "yor_Latn": "Yoruba",

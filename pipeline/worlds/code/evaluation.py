@@ -33,7 +33,7 @@ def _eval_key(cfg: dict) -> str:
 
 def _verify(rows: list[dict]) -> list[tuple[bool, bool]]:
     """(reference passes, wrong completion fails) for each execution row, in the sandbox."""
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
 
     jobs = []
     for r in rows:
