@@ -17,7 +17,8 @@ from pipeline.code_deps import imported_modules, package_modules
 LAYERS = (
     ("stages", [("pipeline.params", "pipeline.stages", "pipeline.checks", "pipeline.code_deps",
                  "pipeline.build_data", "pipeline.tokenizer", "pipeline.train", "pipeline.evaluate",
-                 "pipeline.report", "pipeline.figure", "pipeline.sweep", "pipeline.records")]),
+                 "pipeline.report", "pipeline.report_cells", "pipeline.seed_tables", "pipeline.figure", "pipeline.sweep",
+                 "pipeline.records")]),
     ("training", [("pipeline.training",)]),
     ("tokenization, scoring", [("pipeline.tokenization",), ("pipeline.scoring",)]),
     ("worlds", [("pipeline.worlds",)]),
