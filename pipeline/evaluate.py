@@ -79,7 +79,7 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
         summary, per_row = scorer(rows, outs, scfg)
         metrics[set_name] = {"metric": scfg.get("metric", "exact_match"), **summary, "n": len(rows),
                              "seconds": round(time.time() - t0, 1)}
-        if scfg.get("per_item"):  # each row's outcome, for the report's paired tests (pipeline/report.py)
+        if scfg.get("per_item"):  # each row's outcome, for the report's paired tests (pipeline/seed_tables.py)
             metrics[set_name]["per_item"] = per_item_outcomes(rows, per_row)
         for r, rec in zip(rows, per_row):
             records.append({"set": set_name, **({"id": r["id"]} if "id" in r else {}), "prompt": r["prompt"],

@@ -94,7 +94,7 @@ def pass_at_k(rows, completions, scfg):
     untouched): code written in a renamed dialect of Python is renamed back to Python before it runs (such a row's
     `program_prefix` is the plain-Python prefix). Its record then also lists the programs' completions as run
     (`restored`). Rows without the field are run as written."""
-    from pipeline.benchmarks.sandbox import limits_from_config, run_programs
+    from pipeline.sandbox.harness import limits_from_config, run_programs
     from pipeline.worlds.code_dialect import rename_identifiers
 
     if any("test" not in r for r in rows):

@@ -35,7 +35,7 @@ RELATED_SLOTS = 3
 REPORT_WORLD_SLOTS = 4
 REPORT_METRIC_SLOTS = 24  # models a table reads, over all its worlds
 FIGURE_METRIC_SLOTS = 4   # models a figure reads: its reference and up to 3 series
-CODE_SLOTS = 64           # source files a stage runs (pipeline/code_deps.py: its import graph)
+CODE_SLOTS = 96           # source files a stage runs (pipeline/code_deps.py: its import graph)
 INPUT_SLOTS = 8           # benchmark files a world's data is built from (pipeline.worlds.benchmark_files)
 
 

@@ -145,7 +145,7 @@ def test_restore_apply_is_identity_on_mbpp():
 def test_canonical_solutions_run_after_restore_and_mostly_fail_in_the_dialect(humaneval):
     """A sample of HumanEval (every 8th problem) in the project's sandbox, with the problem's own check(): apply
     then restore passes every one; the dialect program run as it is (nothing renamed back) fails on most."""
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
 
     sample = humaneval[::8]
     jobs = []

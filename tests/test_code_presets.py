@@ -95,7 +95,7 @@ def test_paper_chain_runs_with_a_local_stand_in_for_every_hub_model(tmp_path):
     every hub model: the whole 30-layer model from the wheel's GGUF passed this chain too (399 s on a CPU shared
     with other jobs: too long for CI)."""
     from pipeline.benchmarks.metrics import load_metric
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
 
     local = smollm2_first_layers(tmp_path / "smollm2-4-layers", layers=4)
     overrides = _stand_in_overrides(local)

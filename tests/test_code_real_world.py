@@ -62,7 +62,7 @@ def _stand_in_overrides(stand_in) -> list[str]:
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_code_real_chain_runs_with_a_local_stand_in_for_qwen(tmp_path):
     from pipeline.benchmarks.metrics import load_metric
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
     from pipeline.worlds.code_dialect import rename_identifiers
 
     local = smollm2_first_layers(tmp_path / "smollm2-4-layers", layers=4)

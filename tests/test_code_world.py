@@ -14,8 +14,12 @@ import pytest
 
 from pipeline.benchmarks.metrics import load_metric
 from pipeline.errors import PipelineError
+from pipeline.benchmarks.tasks import MBPP_TASK_OPENING
 from pipeline.worlds import code as world
-from pipeline.worlds import code_corpus, code_synth
+from pipeline.worlds.code import corpus, near_copies, synthesis
+from pipeline.worlds.code.dialect_rows import _mbpp_prompt_in_dialect
+from pipeline.worlds.code.evaluation import _wrong
+from pipeline.worlds.code.splits import _check
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ["english_train", "code_train", "mb_code_train", "format_train", "composition_train"]
@@ -120,7 +124,7 @@ def test_vocabulary_covers_every_file(built):
             for k, v in r.items():
                 if isinstance(v, str):
                     assert set(v) <= vocab, (name, k)
-                    assert not any(s in v for s in code_corpus.SPECIAL_STRINGS), (name, k)
+                    assert not any(s in v for s in corpus.SPECIAL_STRINGS), (name, k)
     assert summary["vocabulary"] == "".join(world.vocabulary({}))
 
 
@@ -178,11 +182,11 @@ def test_no_benchmark_item_in_training(built, small_cfg):
     _, summary, rows = built
     code, prose = _benchmark_texts(small_cfg)
     assert summary["benchmarks"]["items"] == {"humaneval": 164, "mbpp": 974, "codexglue_ruby_test": 1261}
-    code_idx, prose_idx, _ = code_corpus.benchmark_indexes(small_cfg)
+    code_idx, prose_idx, _ = near_copies.benchmark_indexes(small_cfg)
     for name in TRAINING:
         for r in rows[name]:
             text = r["prompt"] + r["target"]
-            assert code_idx.hit(code_corpus.code_tokens(text)) is None, (name, r.get("id"))
+            assert code_idx.hit(near_copies.code_tokens(text)) is None, (name, r.get("id"))
             if name == "english_train" or r.get("source") == "synthetic":
                 assert prose_idx.hit_prose(text) is None, (name, r.get("id"))
     training = _training_texts(rows)
@@ -193,7 +197,7 @@ def test_no_benchmark_item_in_training(built, small_cfg):
             assert len(lines & training_lines) < 0.5 * len(lines), c[:200]
     blob = " " + " | ".join(_norm(t) for t in training) + " "
     for p in prose:
-        for s in code_corpus.sentences(p):
+        for s in near_copies.sentences(p):
             if len(_norm(s).split()) >= 8:
                 assert f" {_norm(s)} " not in blob, s
 
@@ -201,31 +205,31 @@ def test_no_benchmark_item_in_training(built, small_cfg):
 def test_near_copy_check_catches_copies(small_cfg):
     """The check is not vacuous: every benchmark item hits itself, and a HumanEval solution inside a longer
     function, or an MBPP sentence inside a paragraph, is caught."""
-    code_idx, prose_idx, _ = code_corpus.benchmark_indexes(small_cfg)
-    b = code_corpus.load_benchmarks(small_cfg)
+    code_idx, prose_idx, _ = near_copies.benchmark_indexes(small_cfg)
+    b = near_copies.load_benchmarks(small_cfg)
     for name, text, lang in b["code"]:
-        assert code_idx.hit(code_corpus.code_tokens(text, lang)) is not None, name
+        assert code_idx.hit(near_copies.code_tokens(text, lang)) is not None, name
     he0 = next(t for n, t, _ in b["code"] if n == "humaneval:HumanEval/0")
-    assert code_idx.hit(code_corpus.code_tokens("def helper(x):\n    return x + 1\n\n" + he0)) == "humaneval:HumanEval/0"
+    assert code_idx.hit(near_copies.code_tokens("def helper(x):\n    return x + 1\n\n" + he0)) == "humaneval:HumanEval/0"
     mbpp1 = next(t for n, t in b["prose"] if n == "mbpp:1")
     assert prose_idx.hit_prose("Some preface here. " + mbpp1 + " And a remark.") == "mbpp:1"
-    assert code_idx.hit(code_corpus.code_tokens("def f(a, b):\n    return a * b + 17 - a // 3\n")) is None
+    assert code_idx.hit(near_copies.code_tokens("def f(a, b):\n    return a * b + 17 - a // 3\n")) is None
 
 
 def test_held_out_functions_not_in_training(built, small_cfg):
     _, summary, rows = built
     training = [r for n in TRAINING for r in rows[n]]
     train_ids = {r.get("id") for r in training}
-    functions = {f.id: f for f in code_corpus.stdlib_corpus(None, tuple(MODULES))[0]}
+    functions = {f.id: f for f in corpus.stdlib_corpus(None, tuple(MODULES))[0]}
     held = [r for n in ("cc_stdlib_test", "cc_stdlib_dev", "c2t_test", "c2t_dev") for r in rows[n]]
     assert held and not {r["id"] for r in held} & train_ids          # identity
     nc = small_cfg["near_copy"]
-    idx = code_corpus.NearCopyIndex(nc["code_ngram"], nc["code_threshold"])
+    idx = near_copies.NearCopyIndex(nc["code_ngram"], nc["code_threshold"])
     for r in held:
-        idx.add(r["id"], code_corpus.code_tokens(functions[r["id"]].source))
+        idx.add(r["id"], near_copies.code_tokens(functions[r["id"]].source))
     for r in rows["code_train"]:                                       # near-duplicate bodies
         if r["source"] == "stdlib":
-            assert idx.hit(code_corpus.code_tokens(r["target"])) is None, r["id"]
+            assert idx.hit(near_copies.code_tokens(r["target"])) is None, r["id"]
     # a held-out function's body lines (the statements a model must write) appear in no training text
     blob = "\n".join(_training_texts(rows))
     for r in held:
@@ -261,14 +265,14 @@ def test_references_pass_and_wrong_bodies_fail_in_the_sandbox(built):
     """A sample of every execution set through the project's sandbox, as the pass_at_k scorer runs it
     (prompt + completion, then the row's test): the reference passes; `return None`, an empty completion and
     another row's reference (unless it is the same text) fail."""
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
 
     _, _, rows = built
     jobs, expect = [], []
     for n in ("cc_test", "t2c_test", "cc_stdlib_test"):
         sample = rows[n][:3]
         for i, r in enumerate(sample):
-            wrong = world._wrong(r)
+            wrong = _wrong(r)
             other = sample[(i + 1) % len(sample)]["target"]
             jobs += [(r["prompt"] + r["target"], r["test"]), (r["prompt"] + wrong, r["test"]),
                      (r["prompt"], r["test"]), (r["prompt"] + other, r["test"])]
@@ -283,19 +287,19 @@ def test_synthesized_tests_reject_rival_functions(built):
     import numpy as np
 
     _, _, rows = built
-    fams = tuple(code_synth.FAMILIES)
+    fams = tuple(synthesis.FAMILIES)
     n_rivals = 0
     for r in rows["cc_test"][:6] + rows["t2c_test"][:6]:
         rng = np.random.default_rng(0)
         st = r["structure"]
         reference_src = (r["prompt"] + r["target"]) if r["task"] == "cc" else r["target"]
-        ns = {"__builtins__": dict(code_synth._SAFE)}
+        ns = {"__builtins__": dict(synthesis._SAFE)}
         exec(reference_src, ns)
         reference = ns[r["entry_point"]]
-        ref_synth = code_synth.instantiate(st, rng)
-        for other in code_synth._neighbours(st, code_synth.viable_structures(fams)) + [st]:
-            rival = code_synth.instantiate(other, rng)
-            ns = {"__builtins__": dict(code_synth._SAFE)}
+        ref_synth = synthesis.instantiate(st, rng)
+        for other in synthesis._neighbours(st, synthesis.viable_structures(fams)) + [st]:
+            rival = synthesis.instantiate(other, rng)
+            ns = {"__builtins__": dict(synthesis._SAFE)}
             exec(f"def {r['entry_point']}({', '.join(rival.params)}):\n{rival.body}\n", ns)
             try:
                 exec(r["test"], ns)
@@ -305,9 +309,9 @@ def test_synthesized_tests_reject_rival_functions(built):
             if passed:  # allowed only for a rival that computes the same function
                 kind = "n_positive" if ref_synth.family == "numeric" and ref_synth.kind == "n" else ref_synth.kind
                 for _ in range(300):
-                    args = code_synth.random_input(kind, rng, ref_synth.hints)
-                    a, b = code_synth._call(reference, args), code_synth._call(ns[r["entry_point"]], args)
-                    assert a is code_synth._FAIL or a == b, (r["id"], other, args)
+                    args = synthesis.random_input(kind, rng, ref_synth.hints)
+                    a, b = synthesis._call(reference, args), synthesis._call(ns[r["entry_point"]], args)
+                    assert a is synthesis._FAIL or a == b, (r["id"], other, args)
             n_rivals += 1
     assert n_rivals > 50
 
@@ -321,10 +325,10 @@ def test_pass_at_k_scorer_on_the_execution_sets(built):
     _, _, rows = built
     sample = rows["cc_test"][:3] + rows["t2c_test"][:3] + rows["cc_stdlib_test"][:3]
     right, _ = pass_at_k(sample, [[r["target"]] for r in sample], {})
-    wrong, records = pass_at_k(sample, [[world._wrong(r)] for r in sample], {})
+    wrong, records = pass_at_k(sample, [[_wrong(r)] for r in sample], {})
     assert right["score"] == 100.0 and wrong["score"] == 0.0
     assert all(rec["passed"] == [False] for rec in records)
-    mixed, _ = pass_at_k(sample, [[world._wrong(r), r["target"]] for r in sample], {"ks": [1, 2]})
+    mixed, _ = pass_at_k(sample, [[_wrong(r), r["target"]] for r in sample], {"ks": [1, 2]})
     assert mixed["pass@1"] == pytest.approx(50.0) and mixed["pass@2"] == pytest.approx(100.0)
     assert set(right["by_group"]) == {r["group"] for r in sample} and all(v == 100.0 for v in right["by_group"].values())
 
@@ -345,7 +349,7 @@ def test_chrf_of_the_reference_is_100(built):
 
 def test_conf_defaults_are_valid_and_documented():
     cfg = default_cfg()
-    world._check(cfg)
+    _check(cfg)
     assert cfg["composition"]["fraction"] == 0.07 and cfg["stdlib_modules"] is None and cfg["dialect"] is None
     assert set(world.MODEL_DATA["calm"]) == {"composition_train"}
     assert set(world.EVALUATION_METRICS) == set(EVALUATION)
@@ -569,9 +573,9 @@ def test_benchmark_prompts_in_the_dialect(built_benchmarks, built_benchmarks_dia
             == p["prompt"] + p["target"]
     back = Dialect(0, dialect.inverse, dialect.forward)
     for r, p in zip(rows["t2c_test"], plain["t2c_test"]):
-        assert r["program_prefix"] == "" and world._mbpp_prompt_in_dialect(r["prompt"], back) == p["prompt"]
+        assert r["program_prefix"] == "" and _mbpp_prompt_in_dialect(r["prompt"], back) == p["prompt"]
         lines, plain_lines = r["prompt"].split("\n"), p["prompt"].split("\n")
-        prose = [i for i, line in enumerate(plain_lines) if line.startswith(world.MBPP_TASK_OPENING)]
+        prose = [i for i, line in enumerate(plain_lines) if line.startswith(MBPP_TASK_OPENING)]
         assert len(prose) == 4 and all(lines[i] == plain_lines[i] for i in prose)
         assert any("find" in plain_lines[i].split() for i in prose)   # a word the code would rename
         assert r["prompt"] != p["prompt"]                              # the exemplars' code is renamed

@@ -108,7 +108,7 @@ def _stand_ins(tmp: Path) -> dict:
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_code_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute(tmp_path, monkeypatch):
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
     from pipeline.build_data import build_world_data
     from pipeline.composition import CALMForCausalLM
     from pipeline.evaluate import evaluate

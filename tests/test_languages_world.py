@@ -11,7 +11,9 @@ from pipeline.benchmarks.extraction import extract_number, numbers_match, parse_
 from pipeline.benchmarks.metrics import load_metric
 from pipeline.errors import PipelineError
 from pipeline.worlds import languages as world
-from pipeline.worlds import synthetic_languages as syn
+from pipeline.worlds.languages import synthetic_language as syn
+from pipeline.worlds.languages.language_set import _make_languages_cached
+from pipeline.worlds.languages.sources import _inputs
 
 TRAINING = ["english_train", "hrl_translation_train", "hrl_math_train", "lrl_monolingual_train",
             "lrl_bitext_train", "composition_train"]
@@ -71,7 +73,7 @@ def _read(d, name):
 
 
 def _flores(cfg):
-    return world._inputs(cfg)["flores"]
+    return _inputs(cfg)["flores"]
 
 
 def _ascii(s):
@@ -97,7 +99,7 @@ def test_default_languages_are_many_marked_and_mixed(full_cfg):
 
 def test_languages_are_seeded_and_deterministic(small_cfg):
     a = world.make_languages(small_cfg)
-    world._make_languages_cached.cache_clear()
+    _make_languages_cached.cache_clear()
     b = world.make_languages(small_cfg)
     assert a is not b
     for code in a:
@@ -130,7 +132,7 @@ def test_round_trip_on_every_flores_sentence_in_every_language(full_cfg):
 
 
 def test_round_trip_on_training_text_and_any_word(full_cfg):
-    pool = world._inputs(full_cfg)["pool"]
+    pool = _inputs(full_cfg)["pool"]
     sample = pool[::25]
     words = ["zyzzyva", "qwxj", "a", "i", "thththth", "xylophones", "unbelievably", "flibbertigibbet"]
     for lang in world.make_languages(full_cfg).values():
@@ -317,7 +319,7 @@ def test_no_flores_devtest_sentence_in_any_training_file(small_cfg, built):
 
 def test_gsm8k_test_items_absent_from_training(small_cfg, built):
     d, summary = built
-    inputs = world._inputs(small_cfg)
+    inputs = _inputs(small_cfg)
     blob = "\n".join(_training_texts(d))
     for row in inputs["gsm_test"]:
         assert " ".join(row["question"].split()) not in blob

@@ -17,14 +17,18 @@ from pipeline.code_deps import imported_modules, package_modules
 LAYERS = (
     ("stages", [("pipeline.params", "pipeline.stages", "pipeline.checks", "pipeline.code_deps",
                  "pipeline.build_data", "pipeline.tokenizer", "pipeline.train", "pipeline.evaluate",
-                 "pipeline.report", "pipeline.figure", "pipeline.sweep", "pipeline.records", "pipeline.launch")]),
+                 "pipeline.report", "pipeline.report_cells", "pipeline.seed_tables", "pipeline.figure", "pipeline.sweep",
+                 "pipeline.records", "pipeline.launch")]),
     ("training", [("pipeline.training",)]),
     ("tokenization, scoring", [("pipeline.tokenization",), ("pipeline.scoring",)]),
     ("worlds", [("pipeline.worlds",)]),
     ("benchmarks", [("pipeline.benchmarks",)]),
+    ("sandbox", [("pipeline.sandbox",)]),
     ("composition, generation", [("pipeline.composition",), ("pipeline.generation",)]),
+    # benchmarks/errors: the benchmark package's exceptions, SandboxError among them, which the sandbox raises
     ("leaves", [("pipeline", "pipeline.errors", "pipeline.io", "pipeline.layout", "pipeline.cli", "pipeline.hub",
-                 "pipeline.text", "pipeline.float_path", "pipeline.tracking", "pipeline.distributed")]),
+                 "pipeline.text", "pipeline.float_path", "pipeline.tracking", "pipeline.distributed",
+                 "pipeline.benchmarks.errors")]),
 )
 
 

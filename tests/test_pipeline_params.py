@@ -111,8 +111,8 @@ def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
     # a dependency, so editing the sweep tool leaves every published stage current
     assert "pipeline/sweep.py" not in code
     if entry == "pipeline.evaluate":  # the sandbox's scripts run as processes of their own, never imported
-        assert {"pipeline/worlds/code_dialect.py", "pipeline/benchmarks/_sandbox_boot.py",
-                "pipeline/benchmarks/_sandbox_protocol.py"} <= code
+        assert {"pipeline/worlds/code_dialect.py", "pipeline/sandbox/_sandbox_boot.py",
+                "pipeline/sandbox/_sandbox_protocol.py"} <= code
         # the metrics' `evaluate` scripts, which evaluate.load reads by path (not an import) when a set is scored
         assert {f"pipeline/benchmarks/metrics/{m}/{m}.py" for m in ("chrf", "exact_match", "gsm_accuracy",
                                                                       "pass_at_k")} <= code

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.benchmarks.errors import SandboxError
-from pipeline.benchmarks.sandbox import (SandboxLimits, isolation_level, limits_from_config,
+from pipeline.sandbox.harness import (SandboxLimits, isolation_level, limits_from_config,
                                          run_program, run_programs)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +163,7 @@ def test_a_program_cannot_fake_a_sandbox_failure_to_abort_the_evaluation():
 
 
 def test_a_genuine_boot_failure_is_an_error_not_a_failed_program(monkeypatch):
-    import pipeline.benchmarks.sandbox as sandbox
+    import pipeline.sandbox.harness as sandbox
     if isolation_level() != "full":
         pytest.skip("the failure provoked here is in the root-only set-up")
     # A uid the kernel refuses (-1 is not a valid uid) makes the boot's setuid fail.
@@ -174,7 +174,7 @@ def test_a_genuine_boot_failure_is_an_error_not_a_failed_program(monkeypatch):
 
 
 def test_the_harness_running_out_of_descriptors_is_one_clear_error(monkeypatch):
-    import pipeline.benchmarks.sandbox as sandbox
+    import pipeline.sandbox.harness as sandbox
 
     def no_more(*args, **kwargs):
         raise OSError(24, "Too many open files")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.benchmarks.sandbox import SandboxLimits, run_program, run_programs
+from pipeline.sandbox.harness import SandboxLimits, run_program, run_programs
 from sandbox_attacks import (CALLBACK_CORRECT, CALLBACK_TESTS, CORRECT, HUMANEVAL_TESTS,
                              MBPP_TESTS, jobs)
 
@@ -78,7 +78,7 @@ def test_environment_is_cleared(monkeypatch):
 _REDUCED_SCRIPT = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from pipeline.benchmarks.sandbox import run_programs, isolation_level, SandboxLimits
+from pipeline.sandbox.harness import run_programs, isolation_level, SandboxLimits
 assert isolation_level() == "reduced", isolation_level()
 sys.path.insert(0, sys.argv[1] + "/tests")
 import sandbox_attacks as battery
@@ -113,7 +113,7 @@ def test_reduced_mode_without_root_gives_the_same_verdicts():
 def _run_battery_as_nobody(folder):
     copy = folder / "repo"
     for part in ("pipeline/__init__.py", "pipeline/float_path.py", "pipeline/errors.py", "pipeline/benchmarks",
-                 "tests/sandbox_attacks.py"):
+                 "pipeline/sandbox", "tests/sandbox_attacks.py"):
         source = REPO_ROOT / part
         target = copy / part
         target.parent.mkdir(parents=True, exist_ok=True)

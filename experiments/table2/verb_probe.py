@@ -3,7 +3,7 @@
     CALM_THREADS=1 CALM_PARAMS=<params.yaml> python experiments/table2/verb_probe.py WORKDIR MODEL_DIR [MODEL_DIR ...]
 
 A one-step word problem names its operation with a verb of its template ("sold" for -, "bought" for +:
-pipeline/worlds/languages.py, TEMPLATES). For every LRL `math_dev` row (held-out GSM8K *train* expressions, never
+pipeline/worlds/languages/tasks.py, TEMPLATES). For every LRL `math_dev` row (held-out GSM8K *train* expressions, never
 test rows) this takes the question's 4-word segment that holds that verb, renders it in the row's language, asks
 each model to translate it (the world's translation prompt, greedy, through the evaluation stage's functions) and
 counts the completions that contain the verb. One line per model: the share over near and over far languages, and
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> None:
     from pipeline.tokenization import load_tokenizer
     from pipeline.training.kinds import load_trained_model
     from pipeline.worlds import languages as world
-    from pipeline.worlds import synthetic_languages as syn
+    from pipeline.worlds.languages import synthetic_language as syn
 
     torch.set_num_threads(int(os.environ.get("CALM_THREADS", "1")))
     cfg = load_params()["worlds"]["languages"]["data"]

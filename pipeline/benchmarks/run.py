@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipeline.benchmarks.errors import BenchmarkError
 from pipeline.io import atomic_write_text
-from pipeline.benchmarks.sandbox import isolation_level
+from pipeline.sandbox.harness import isolation_level
 from pipeline.benchmarks.tasks import _CodeTask, build_task, resolve_local_path
 from pipeline.generation import GenerationCache, generate_texts
 

@@ -9,7 +9,9 @@ from .configuration_calm import (
     CompositionInputError,
     default_connections,
 )
-from .modeling_calm import CALMCache, CALMForCausalLM, CompositionLoadError, CrossAttention
+from .cross_attention import CALMCache, CrossAttention
+from .loading_checks import CompositionLoadError
+from .modeling_calm import CALMForCausalLM
 
 __all__ = [
     "CALM_OPTIONS",

@@ -4,7 +4,7 @@ import evaluate
 import numpy as np
 
 _DESCRIPTION = """pass@k (Chen et al. 2021) from the verdicts of running each problem's n sampled programs against its
-tests (the project's sandbox, pipeline/benchmarks/sandbox.py, runs them; this module only counts): per problem with c
+tests (the project's sandbox, pipeline/sandbox/, runs them; this module only counts): per problem with c
 passing samples the unbiased estimate 1 - C(n-c, k) / C(n, k), averaged over the problems that have at least k
 samples. Unlike `code_eval` on the hub, nothing is executed here."""
 

@@ -1,6 +1,6 @@
 """Tests for real standard-library functions, by capturing their behaviour: each candidate (a self-contained
 module-level function: its free names are its parameters, locals and harmless builtins, see
-code_corpus.SAFE_BUILTINS) is run, in the project's sandbox (pipeline.benchmarks.sandbox.run_programs), on
+corpus.SAFE_BUILTINS) is run, in the project's sandbox (pipeline.sandbox.harness.run_programs), on
 argument tuples drawn from a fixed pool of literals; the calls that return (within a time limit) a value that
 is a plain literal (None, bool, int, float, str, bytes and lists/tuples/dicts/sets of them, whose repr evaluates
 back to an equal value) become `assert name(args) == value` lines.
@@ -128,7 +128,7 @@ def candidate_calls(fid: str, source: str, tries: int, seed: int) -> list[str]:
 def _run(programs: list[str], limits) -> list[str]:
     """The output of each harness program; one retry of a program that did not run to its end, then a
     PipelineError (an empty capture would silently empty the CC-stdlib sets)."""
-    from pipeline.benchmarks.sandbox import run_programs
+    from pipeline.sandbox.harness import run_programs
 
     def complete(r) -> bool:
         return r.passed and "@@DONE" in r.output and "[output truncated]" not in r.output
@@ -162,7 +162,7 @@ def _parse(output: str | None) -> dict:
 def capture(functions: list, cfg: dict, seed: int) -> dict[str, list[tuple[str, str]]]:
     """{function id: [(args source, value source), ...]} for the calls that returned a literal, the same in
     two sandboxed runs.  `functions`: PyFunction-like objects with id, source and the name in qualname."""
-    from pipeline.benchmarks.sandbox import SandboxLimits
+    from pipeline.sandbox.harness import SandboxLimits
 
     chunk = int(cfg.get("chunk", 40))
     limits = SandboxLimits(timeout_s=float(cfg.get("timeout_s", 60)), max_output_bytes=8 << 20,

