@@ -158,3 +158,18 @@ def test_random_prefixes_carry_no_key(cfg, tmp_path):
     assert len(words) >= 1000 and not set(words) & keys
     unfiltered = [w for p in kv.random_prefixes(dense, 500, seed=2) for w in re.split(r"[+\-x=]", p) if w]
     assert set(unfiltered) & keys  # without data_dir they would collide
+
+
+def test_prefix_pool_sets_how_many_strings_the_prefixes_are_drawn_from(cfg):
+    """`prefix_pool` (issue 29, Table 1's anchor): mB trained on prefixes from ~100 strings could learn those strings
+    rather than to ignore any string before its numbers. Unset, the pool is today's (as many as D_KV's keys, at
+    least 50), so the published models keep their bytes; set, the prefixes use that many distinct strings."""
+    def strings(prefixes):
+        return {w for p in prefixes for w in re.split(r"[+\-x=]", p) if w}
+
+    default = kv.random_prefixes(cfg, 5000, seed=3)
+    assert default == kv.random_prefixes(cfg, 5000, seed=3, pool=max(cfg["n_keys"], 50))
+    assert len(strings(default)) <= max(cfg["n_keys"], 50)
+    assert len(strings(kv.random_prefixes(cfg, 5000, seed=3, pool=2000))) > 1500
+    with pytest.raises(PipelineError, match="prefix_pool"):
+        kv.random_prefixes(cfg, 10, seed=3, pool=0)

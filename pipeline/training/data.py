@@ -170,7 +170,8 @@ def training_rows(params: dict, world: str, name: str) -> list[dict]:
         if not hasattr(module, "random_prefixes"):
             raise PipelineError(f"model {world}/{name}: prefix_fraction needs the world module to define random_prefixes")
         k = int(round(frac * len(rows)))
-        prefixes = module.random_prefixes(params["worlds"][world]["data"], k, params["seed"] + 1, data_dir(world))
+        prefixes = module.random_prefixes(params["worlds"][world]["data"], k, params["seed"] + 1, data_dir(world),
+                                          pool=cfg.get("prefix_pool"))
         rows = [dict(r, prompt=p + r["prompt"]) for r, p in zip(rows[:k], prefixes)] + rows[k:]
     return rows
 

@@ -6,7 +6,7 @@ conf/world/ entry, with no registry to edit. A world module exposes:
     vocabulary(cfg) -> list[str]              the characters a character-level tokenizer needs
                                               (only when the world's tokenizer is `characters: true`)
     report_lines(cfg, summary) -> list[str]   optional: world-specific lines under its report tables
-    random_prefixes(cfg, n, seed, data_dir)   optional: value-free prompt prefixes (`prefix_fraction`)
+    random_prefixes(cfg, n, seed, data_dir, pool)  optional: value-free prompt prefixes (`prefix_fraction`, `prefix_pool`)
     benchmark_files(cfg) -> list[Path]        optional: the benchmark files build() reads (benchmark_files below)
 
 `cfg` is the world's `data:` block.

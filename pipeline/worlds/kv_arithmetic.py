@@ -327,15 +327,21 @@ def _non_keys(strings: list[str], keys: set[str]) -> list[str]:
     return [k for k in strings if k not in keys] or strings
 
 
-def random_prefixes(cfg: dict, n: int, seed: int, data_dir: str | Path | None = None) -> list[str]:
+def random_prefixes(cfg: dict, n: int, seed: int, data_dir: str | Path | None = None,
+                    pool: int | None = None) -> list[str]:
     """n prompt prefixes shaped like a KV-MATH prompt ("qz+abcd=") over random strings that
     carry no value: shifts a model's NUM-MATH inputs to the offsets where they sit in a
     scratchpad KV-MATH answer, without teaching it anything about D_KV.  With data_dir (the
-    world's built data), the strings exclude D_KV's keys, so no key string appears at all."""
+    world's built data), the strings exclude D_KV's keys, so no key string appears at all.
+    The strings are drawn from a pool of `pool` random strings (None: as many as D_KV has keys, at least 50): a
+    model trained on a small pool can learn those strings rather than to ignore any string before the numbers."""
     rng = np.random.default_rng(seed)
     lo, hi = cfg["key_length"]
     n_strings = sum(len(cfg["alphabet"]) ** L for L in range(lo, hi + 1))
-    fake = make_keys(dict(cfg, n_keys=min(max(cfg["n_keys"], 50), n_strings)), rng)
+    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool < 1):
+        raise PipelineError(f"prefix_pool must be a positive integer (random strings to draw prefixes from), not {pool!r}")
+    size = pool if pool is not None else max(cfg["n_keys"], 50)
+    fake = make_keys(dict(cfg, n_keys=min(size, n_strings)), rng)
     if data_dir is not None:
         fake = _non_keys(fake, {r["key"] for r in read_jsonl(Path(data_dir) / "d_kv.jsonl")})
     return [_join(*e) + "=" for e in _expressions(fake, n, dict(cfg, n_keys=len(fake)), rng)]
