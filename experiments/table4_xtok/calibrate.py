@@ -92,8 +92,10 @@ def bases(args) -> None:
     (OUT / "bases.json").write_text(json.dumps(result, indent=1))
 
 
-def cache_augmenting(model) -> dict:
-    """Replace model._run_augmenting (uncached calls only) by one that computes each row's mA states alone, once."""
+def cache_augmenting(model, donor: list | None = None) -> dict:
+    """Replace model._run_augmenting (uncached calls only) by one that computes each row's mA states alone, once.
+    donor (a one-element list, filled later with one row's cached states): every row then reads THOSE states,
+    tiled to its length, in place of its own (mA reading an unrelated text: does the composition use mA at all?)."""
     import torch
 
     original, cache = model._run_augmenting, {}
@@ -110,7 +112,8 @@ def cache_augmenting(model) -> dict:
                 _, states = original(index, input_ids[b:b + 1, :n], torch.ones(1, n, dtype=attention_mask.dtype),
                                      torch.arange(n)[None], None, False)
                 cache[key] = {layer: s[0].detach() for layer, s in states.items()}
-            rows.append(cache[key])
+            rows.append(cache[key] if not donor else {
+                layer: d.repeat(n // d.shape[0] + 1, 1)[:n] for layer, d in donor[0].items()})
         width = input_ids.shape[1]
         out = {}
         for layer in rows[0]:
@@ -151,7 +154,8 @@ def train(args) -> None:
     tokenizer = stage.tokenizer()
     model, counts = kind.build(stage, tokenizer)
     dataset, collator, _ = kind.dataset(stage, tokenizer)
-    cache = cache_augmenting(model)
+    donor = []
+    cache = cache_augmenting(model, donor)
     # mA states of a superset of layers are cached (every 4th layer, the paper's default, and 17), so that runs with
     # other connections reuse them: extra capture hooks, as the composition registers its own
     connected = {a for a, _ in comp["connections"][0]}
@@ -180,6 +184,18 @@ def train(args) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
 
     saved = [n_cached]
+    if args.eval_step is not None:  # evaluate this run's bridges saved at that step, then stop
+        model.load_composition_state(torch.load(cache_file.parent / f"{args.tag}-step{args.eval_step}.pt"))
+        if args.ablate:
+            dc = list(cache.values())
+            donor.append(max(dc, key=lambda r: next(iter(r.values())).shape[0]))
+        model.eval()
+        figures = score(model, tokenizer, sets)
+        point = {"step": args.eval_step, "ablate_mA": args.ablate, **figures,
+                 "wall_s": round(time.time() - t_start, 1), "cpu_s": round(cpu_seconds() - c_start, 1)}
+        print("eval", json.dumps(point), flush=True)
+        (OUT / f"{args.tag}-step{args.eval_step}{'-ablated' if args.ablate else ''}.json").write_text(json.dumps(point))
+        return
 
     def evaluate(step, window):
         t0, c0 = time.time(), cpu_seconds()
@@ -262,6 +278,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-step0", action="store_true")
     p.add_argument("--save", action="store_true")
+    p.add_argument("--eval-step", type=int, default=None, help="only evaluate this run's bridges saved at that step")
+    p.add_argument("--ablate", action="store_true", help="with --eval-step: every text reads one unrelated text's "
+                   "mA states (the longest cached), tiled to its length")
     p.add_argument("--save-step", type=int, default=None, help="with --steps 0: write models/code_xtok/calm from "
                    "this run's bridges saved at that step")
     args = p.parse_args()
