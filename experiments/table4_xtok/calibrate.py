@@ -1,0 +1,295 @@
+"""Calibrating code_xtok's CALM on DEV signals only: a training loop that follows the stage's recipe (AdamW, betas
+0.9/0.99, linear warmup then cosine, clip 1.0, batches of `batch_size` random D_C rows cut into `micro_batches`
+micro-batches of like length, the loss summed over the batch's answer tokens) and, every `--eval-every` steps,
+scores bits per byte (pipeline.scoring.bits_per_byte, the stages' metric, context token <|endoftext|>) on
+  dev_code    the reference solutions of the DEV slice (HumanEval 40-71 prompt + canonical solution, MBPP 51-90
+              reference code): never the test items
+  dev_prose   60 GSM8K train questions that neither english_train nor bpb_prose_test holds
+  heldout_dc  48 stdlib functions of code_train that D_C (composition_train) does not hold: D_C's kind, unseen
+Step 0 is the anchor itself (W_O starts at zero): mB's figures come free with every run.
+
+mA is frozen, so its states are computed once per row and reused (a cache keyed by the row's mA token ids; each
+row run alone, as the right-padded batch computes it up to float summation order): a step then costs mB's
+forward and backward and the cross-attention only. Not the stage (pipeline.train): the data order differs, and the
+states are summed per row; for choices, not for the table.
+
+    CALM_PARAMS=real/params.yaml CALM_THREADS=1 python experiments/table4_xtok/calibrate.py TAG \
+        [--steps 200] [--lr 1e-3] [--warmup 0.05] [--connections 11:19,17:24,23:29] [--eval-every 50] \
+        [--save]   # --save writes models/code_xtok/calm (a composition the dev_eval script loads)
+    ... calibrate.py bases     # mA's and mB's bits per byte on the same texts (mA in its own tokenizer)
+
+Writes reports/code_xtok/calibration/<TAG>.json (its settings, the curve, seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+import pipeline  # noqa: F401  (first: pins the float path)
+
+WORLD = "code_xtok"
+OUT = Path("reports") / WORLD / "calibration"
+BPB = {"context_token": "<|endoftext|>"}
+CAPTURED = [3, 7, 11, 15, 17, 19, 23]   # mA layers whose states are cached (23: after Qwen's final norm)
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def eval_sets() -> dict[str, list[dict]]:
+    from pipeline.io import read_jsonl
+
+    data = Path("data") / WORLD
+    code = [{"prompt": "", "target": r["program_prefix"] + r["target"], "id": r["id"]}
+            for s in ("cc_dev", "t2c_dev") for r in read_jsonl(data / f"{s}.jsonl")]
+    used = {r["target"] for r in read_jsonl(data / "english_train.jsonl")}
+    used |= {r["target"] for r in read_jsonl(data / "bpb_prose_test.jsonl")}
+    pool = sorted({" ".join(json.loads(line)["question"].split())
+                   for line in open("../shared/benchmarks/gsm8k/train.jsonl")} - used)
+    pool = [q for q in pool if 40 <= len(q) <= 300]
+    prose = [{"prompt": "", "target": q, "id": f"gsm8k-dev:{i}"} for i, q in
+             enumerate(random.Random(1).sample(pool, 60))]
+    dc_ids = {r["id"] for r in read_jsonl(data / "composition_train.jsonl")}
+    rest = [r for r in read_jsonl(data / "code_train.jsonl") if r["id"] not in dc_ids and not r["prompt"]]
+    held = [{"prompt": "", "target": r["target"], "id": r["id"]} for r in random.Random(2).sample(rest, 48)]
+    return {"dev_code": code, "dev_prose": prose, "heldout_dc": held}
+
+
+def score(model, tokenizer, sets) -> dict:
+    from pipeline.scoring import bits_per_byte
+
+    out = {}
+    for name, rows in sets.items():
+        summary, _ = bits_per_byte(model, tokenizer, rows, BPB)
+        out[name] = summary["score"]
+    return out
+
+
+def bases(args) -> None:
+    from pipeline.layout import model_dir, tokenizer_dir
+    from pipeline.tokenization import load_tokenizer
+    from pipeline.training.kinds import load_trained_model
+
+    sets, result = eval_sets(), {}
+    for name, tok_dir in (("mB", tokenizer_dir(WORLD)), ("mA", model_dir(WORLD, "mA"))):
+        t0, c0 = time.time(), cpu_seconds()
+        model = load_trained_model(model_dir(WORLD, name)).eval()
+        result[name] = {**score(model, load_tokenizer(tok_dir), sets),
+                        "wall_s": round(time.time() - t0, 1), "cpu_s": round(cpu_seconds() - c0, 1)}
+        print(name, result[name], flush=True)
+        del model
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bases.json").write_text(json.dumps(result, indent=1))
+
+
+def cache_augmenting(model, donor: list | None = None) -> dict:
+    """Replace model._run_augmenting (uncached calls only) by one that computes each row's mA states alone, once.
+    donor (a one-element list, filled later with one row's cached states): every row then reads THOSE states,
+    tiled to its length, in place of its own (mA reading an unrelated text: does the composition use mA at all?)."""
+    import torch
+
+    original, cache = model._run_augmenting, {}
+
+    def run(index, input_ids, attention_mask, position_ids, past_key_values, use_cache):
+        if use_cache or past_key_values is not None or not isinstance(attention_mask, torch.Tensor):
+            return original(index, input_ids, attention_mask, position_ids, past_key_values, use_cache)
+        rows = []
+        for b in range(input_ids.shape[0]):
+            n = int(attention_mask[b].sum())
+            assert bool(attention_mask[b, :n].all()), "right padding expected"
+            key = (index, tuple(input_ids[b, :n].tolist()))
+            if key not in cache:
+                _, states = original(index, input_ids[b:b + 1, :n], torch.ones(1, n, dtype=attention_mask.dtype),
+                                     torch.arange(n)[None], None, False)
+                cache[key] = {layer: s[0].detach() for layer, s in states.items()}
+            rows.append(cache[key] if not donor else {
+                layer: d.repeat(n // d.shape[0] + 1, 1)[:n] for layer, d in donor[0].items()})
+        width = input_ids.shape[1]
+        out = {}
+        for layer in rows[0]:
+            t = rows[0][layer]
+            full = torch.zeros(len(rows), width, t.shape[-1], dtype=t.dtype)
+            for b, r in enumerate(rows):
+                full[b, :r[layer].shape[0]] = r[layer]
+            out[layer] = full
+        return None, out
+
+    model._run_augmenting = run
+    return cache
+
+
+def train(args) -> None:
+    import torch
+    from transformers import get_cosine_schedule_with_warmup
+
+    from pipeline.params import load_params
+    from pipeline.training.kinds import Stage, get_kind
+    from pipeline.training.trainer import set_threads
+
+    params = load_params()
+    set_threads(params.get("runtime") or {})
+    cfg = copy.deepcopy(params["worlds"][WORLD]["models"]["calm"])
+    comp = cfg.setdefault("composition", {})
+    if args.connections:
+        comp["connections"] = [[[int(x) for x in pair.split(":")] for pair in args.connections.split(",")]]
+    if args.final_norm is not None:
+        comp["final_norm"] = bool(args.final_norm)
+    tcfg = cfg["train"]
+    tcfg.update(steps=args.steps, lr=args.lr, warmup_ratio=args.warmup)
+    micro = int(params["worlds"][WORLD].get("micro_batches", 1))
+    batch = int(tcfg["batch_size"])
+    t_start, c_start = time.time(), cpu_seconds()
+    stage = Stage(params, WORLD, "calm", cfg)
+    kind = get_kind("composition")
+    tokenizer = stage.tokenizer()
+    model, counts = kind.build(stage, tokenizer)
+    dataset, collator, _ = kind.dataset(stage, tokenizer)
+    donor = []
+    cache = cache_augmenting(model, donor)
+    # mA states of a superset of layers are cached (every 4th layer, the paper's default, and 17), so that runs with
+    # other connections reuse them: extra capture hooks, as the composition registers its own
+    connected = {a for a, _ in comp["connections"][0]}
+    if not connected <= set(CAPTURED) or 23 not in connected or not comp.get("final_norm"):
+        raise SystemExit(f"connections outside the cached layers {CAPTURED} (layer 23 read after the final norm)")
+    for i in sorted(set(CAPTURED) - connected):
+        model._augmenting_layers[0][i].register_forward_hook(model._capture_hook(0, i))
+    cache_file = Path("models/.calibration") / ("mA-states-" + "-".join(map(str, CAPTURED)) + ".pt")
+    if cache_file.exists():
+        cache.update(torch.load(cache_file))
+        print("loaded", len(cache), "cached mA rows from", cache_file, flush=True)
+    n_cached = len(cache)
+    sets = eval_sets()
+    setup = {"wall_s": round(time.time() - t_start, 1), "cpu_s": round(cpu_seconds() - c_start, 1)}
+    print("setup", setup, counts, flush=True)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    torch.manual_seed(args.seed)
+    optimizer = torch.optim.AdamW(trainable, lr=tcfg["lr"], betas=(0.9, tcfg.get("adam_beta2", 0.99)),
+                                  weight_decay=tcfg.get("weight_decay", 0.0), eps=1e-8)
+    scheduler = get_cosine_schedule_with_warmup(optimizer, int(tcfg["warmup_ratio"] * args.steps), args.steps)
+    rng = random.Random(args.seed)
+    order: list[int] = []
+    record = {"tag": args.tag, "settings": {"connections": comp.get("connections"), "final_norm": comp.get("final_norm"),
+              "steps": args.steps, "lr": tcfg["lr"], "warmup_ratio": tcfg["warmup_ratio"], "batch_size": batch,
+              "micro_batches": micro, "seed": args.seed}, "counts": counts, "setup": setup, "curve": [], "train_loss": []}
+    OUT.mkdir(parents=True, exist_ok=True)
+
+    saved = [n_cached]
+    if args.eval_step is not None:  # evaluate this run's bridges saved at that step, then stop
+        model.load_composition_state(torch.load(cache_file.parent / f"{args.tag}-step{args.eval_step}.pt"))
+        if args.ablate:
+            dc = list(cache.values())
+            donor.append(max(dc, key=lambda r: next(iter(r.values())).shape[0]))
+        model.eval()
+        figures = score(model, tokenizer, sets)
+        point = {"step": args.eval_step, "ablate_mA": args.ablate, **figures,
+                 "wall_s": round(time.time() - t_start, 1), "cpu_s": round(cpu_seconds() - c_start, 1)}
+        print("eval", json.dumps(point), flush=True)
+        (OUT / f"{args.tag}-step{args.eval_step}{'-ablated' if args.ablate else ''}.json").write_text(json.dumps(point))
+        return
+
+    def evaluate(step, window):
+        t0, c0 = time.time(), cpu_seconds()
+        model.eval()
+        figures = score(model, tokenizer, sets)
+        model.train()
+        if len(cache) > saved[0] + 100:  # the mA states, for the next run with these mA layers
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(dict(cache), cache_file)
+            saved[0] = len(cache)
+        if step:
+            torch.save(model.composition_state_dict(), cache_file.parent / f"{args.tag}-step{step}.pt")
+        point = {"step": step, **figures, "train_loss_window": window,
+                 "eval_wall_s": round(time.time() - t0, 1), "eval_cpu_s": round(cpu_seconds() - c0, 1),
+                 "wall_s": round(time.time() - t_start, 1), "cpu_s": round(cpu_seconds() - c_start, 1)}
+        record["curve"].append(point)
+        print("eval", json.dumps(point), flush=True)
+        (OUT / f"{args.tag}.json").write_text(json.dumps(record, indent=1))
+
+    if not args.skip_step0:
+        evaluate(0, None)
+    model.train()
+    window: list[float] = []
+    for step in range(1, args.steps + 1):
+        t0 = time.time()
+        if len(order) < batch:
+            perm = list(range(len(dataset)))
+            rng.shuffle(perm)
+            order += perm
+        ids, order = order[:batch], order[batch:]
+        rows = sorted((dataset[i] for i in ids), key=lambda r: len(r["input_ids"]))
+        n_answer = sum(sum(1 for x in r["labels"][1:] if x != -100) for r in rows)
+        total = 0.0
+        size = batch // micro
+        for m in range(micro):
+            inputs = collator(rows[m * size:(m + 1) * size])
+            labels = inputs.pop("labels")
+            logits = model(**inputs).logits[:, :-1].float()
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                                                     ignore_index=-100, reduction="sum") / n_answer
+            loss.backward()
+            total += float(loss.detach())
+        norm = torch.nn.utils.clip_grad_norm_(trainable, tcfg.get("max_grad_norm", 1.0))
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        window.append(total)
+        record["train_loss"].append(round(total, 4))
+        if step % 5 == 0:
+            print(f"step {step} loss {sum(window[-5:]) / 5:.4f} grad_norm {float(norm):.3f} "
+                  f"lr {scheduler.get_last_lr()[0]:.2e} {time.time() - t0:.1f}s cached {len(cache)}", flush=True)
+        if step % args.eval_every == 0 or step == args.steps:
+            evaluate(step, round(sum(window) / len(window), 4))
+            window = []
+    if args.save_step is not None:
+        model.load_composition_state(torch.load(cache_file.parent / f"{args.tag}-step{args.save_step}.pt"))
+    if args.save or args.save_step is not None:
+        from pipeline.layout import model_dir
+        from pipeline.tokenization import save_tokenizer
+        from pipeline.training.kinds import KIND_FILE
+
+        directory = model_dir(WORLD, "calm")
+        directory.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(str(directory))
+        save_tokenizer(tokenizer, directory)
+        (directory / KIND_FILE).write_text("composition\n")
+        (directory / "train_info.json").write_text(json.dumps({"calibration": record["settings"]}))
+        print("saved", directory)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("tag")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=float, default=0.05)
+    p.add_argument("--connections", default=None)
+    p.add_argument("--final-norm", type=int, default=None)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skip-step0", action="store_true")
+    p.add_argument("--save", action="store_true")
+    p.add_argument("--eval-step", type=int, default=None, help="only evaluate this run's bridges saved at that step")
+    p.add_argument("--ablate", action="store_true", help="with --eval-step: every text reads one unrelated text's "
+                   "mA states (the longest cached), tiled to its length")
+    p.add_argument("--save-step", type=int, default=None, help="with --steps 0: write models/code_xtok/calm from "
+                   "this run's bridges saved at that step")
+    args = p.parse_args()
+    os.environ.setdefault("CALM_PARAMS", "real/params.yaml")
+    if args.tag == "bases":
+        bases(args)
+    else:
+        train(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
