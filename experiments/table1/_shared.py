@@ -64,15 +64,15 @@ def exact_match(model, tokenizer, sets: dict[str, list[dict]], *, max_new_tokens
 def wrap_cross_attention_sdpa(wrapper) -> None:
     """Route the composition's cross-attention through `wrapper(q, k, v, attn_mask=None, **kw)`.
 
-    Replaces the `F` that pipeline/composition/modeling_calm.py reads with a copy of torch.nn.functional whose
+    Replaces the `F` that pipeline/composition/cross_attention.py reads with a copy of torch.nn.functional whose
     scaled_dot_product_attention is `wrapper`; the bases' own attention is untouched. The wrapper is called
     once per connection per forward pass, in the order the anchor's layers run (within one anchor layer, in
     the order the connections are listed)."""
-    import pipeline.composition.modeling_calm as modeling_calm
+    import pipeline.composition.cross_attention as cross_attention
 
     functional = dict(vars(torch.nn.functional))
     functional["scaled_dot_product_attention"] = wrapper
-    modeling_calm.F = types.SimpleNamespace(**functional)
+    cross_attention.F = types.SimpleNamespace(**functional)
 
 
 def cross_attention_call_order(config) -> list[tuple[int, int, int]]:

@@ -63,7 +63,7 @@ def main() -> None:
             la = mA(input_ids=x).logits[0].argmax(-1)
             lb = mB(input_ids=x).logits[0].argmax(-1)
         if not captured:
-            raise SystemExit("the composition's forward did not call modeling_calm.F.scaled_dot_product_attention: "
+            raise SystemExit("the composition's forward did not call cross_attention.F.scaled_dot_product_attention: "
                              "update wrap_cross_attention_sdpa in experiments/table1/_shared.py")
         att = captured[0][0]  # [H, T, S]
         toks = tok.convert_ids_to_tokens(ids)
