@@ -70,6 +70,53 @@ def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
     return world, name, models[name]
 
 
+# Composition variants (paper §4.4, Table 5): a model with `variant_of: <sibling>` is that sibling with what the
+# variant states on top, like lm-eval's `include:`. The inheritance is done here, once, on the composed conf before
+# anything is resolved: the reference's node is copied whole and the variant's own node merged over it, so a field
+# added to conf/composition/calm.yaml (or set on the reference by a world or size file) reaches every variant
+# without being listed anywhere, and the variant's own overrides (its conf/composition/ file, the world or size
+# file, the command line) win. Interpolations are copied unresolved: a relative one (`${..mB.data}`) reads the
+# same sibling from the variant, which sits beside its reference. Kept in this module, not one of its own: every
+# stage's code list (dvc_stages.*.code, in params.yaml) is this module's import closure.
+VARIANT_KEY = "variant_of"
+# what a variant never takes from its reference: its own seed (its init and data order; null = the global seed)
+OWN_FIELDS = {"seed": None}
+
+
+def inherit_variants(cfg) -> None:
+    """Every `variant_of` model of every world of `cfg` (an OmegaConf DictConfig, changed in place) made its
+    reference plus its own fields. Idempotent: a variant already complete is rebuilt equal to itself."""
+    from omegaconf import DictConfig
+
+    for world in (cfg.get("worlds") or {}).values():
+        models = world.get("models") if isinstance(world, DictConfig) else None
+        if isinstance(models, DictConfig):
+            for name in list(models.keys()):
+                _inherit(models, name, ())
+
+
+def _inherit(models, name: str, chain: tuple[str, ...]) -> None:
+    from omegaconf import DictConfig, OmegaConf, open_dict
+
+    node = models._get_node(name)
+    if not isinstance(node, DictConfig) or node._is_missing() or node._is_none() or VARIANT_KEY not in node:
+        return
+    reference = node[VARIANT_KEY]
+    if reference not in models or reference == name or reference in chain:
+        declared = ", ".join(k for k in models if k != name)
+        raise PipelineError(f"model {name}: variant_of {reference!r} is not a sibling composition "
+                            f"(its world declares {declared})")
+    _inherit(models, reference, (*chain, name))  # a variant of a variant: its reference complete first
+    base = OmegaConf.to_container(models._get_node(reference), resolve=False)
+    base.pop(VARIANT_KEY, None)
+    base.update({k: v for k, v in OWN_FIELDS.items() if k in base})
+    # the reference's keys keep their order; the variant's new keys (variant_of, lora, ...) follow
+    merged = OmegaConf.merge(base, OmegaConf.to_container(node, resolve=False))
+    with open_dict(models):  # Hydra composes in struct mode
+        models[name] = merged
+
+
+
 def _refuse_other_preset_here(preset) -> None:
     """`dvc exp run -S preset=micro` in the published workspace would rebuild its data, models, tables and
     dvc.lock entries with another preset's (which builds in its own workspace instead: preset_workspace): refused
@@ -84,6 +131,9 @@ def _resolve_dag(*, _root_) -> dict:
     from omegaconf import OmegaConf
 
     _refuse_other_preset_here(_root_.get("preset"))
+    # DVC's Hydra integration resolves the composed conf as it is: dvc_stages (this resolver) comes before worlds
+    # in it, so the variants are complete before any of them is read (a no-op after compose_params)
+    inherit_variants(_root_)
 
     plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
     if "seed" in _root_:  # checked with the models' own seeds
@@ -122,7 +172,10 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
             cfg = compose(config_name=config_name, overrides=overrides)
+            inherit_variants(cfg)
             params = OmegaConf.to_container(cfg, resolve=True)
+    except PipelineError as e:  # a variant's bad reference (inherit_variants): already one line
+        raise PipelineError(f"cannot compose conf/: {e}") from None
     except (HydraException, OmegaConfBaseException, yaml.YAMLError) as e:
         cause = e.__cause__ if isinstance(e.__cause__, PipelineError) else None
         text = str(cause or e).strip()
