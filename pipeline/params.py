@@ -2,6 +2,7 @@
 
     python -m pipeline.params [overrides...]     # e.g. preset=micro, world=[kv_arithmetic,copy]
     python -m pipeline.params --check            # exit 2 if params.yaml differs from conf/
+    python -m pipeline.params --show preset=cpu  # print every value the preset gives, one `key: value` a line
     python -m pipeline.params --pipeline real    # real/params.yaml: the real-model worlds (conf/real.yaml)
 
 Two pipelines share one stage template. dvc.yaml, at the root, runs against params.yaml (conf/config.yaml: every
@@ -22,6 +23,7 @@ keeps what the workspace built.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -209,6 +211,35 @@ def dump_params(params: dict, path: str | os.PathLike = PARAMS_FILE) -> None:
     atomic_write_text(path, text)
 
 
+DERIVED = ("dvc_stages",)  # computed from the rest (pipeline/stages.py), never set by a preset: --show leaves it out
+
+
+def shown_values(params: dict) -> list[str]:
+    """Every value of composed params as one `dotted.key: value` line (the value in YAML's flow style, as
+    params.yaml writes it), in the params' order, the DERIVED keys left out: what `--show` prints, so that what a
+    preset sets (through its size files, runtime and model files) can be read, grepped and compared per key.
+    Mappings, and lists of mappings (e.g. a table's rows: `.0.`, `.1.`), are walked into; any other value is one."""
+    import yaml
+
+    def flow(value) -> str:  # a bare scalar is dumped as a document ("cpu\n...\n"): keep the value only
+        text = yaml.safe_dump(value, default_flow_style=True, width=2 ** 31, allow_unicode=True).removesuffix(
+            "\n...\n").strip()
+        # a string with a line break (a stop sequence) folds over lines in YAML: JSON, also YAML, keeps one line
+        return json.dumps(value, ensure_ascii=False) if "\n" in text else text
+
+    def walk(node, key: str):
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                yield from walk(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(node, list) and any(isinstance(v, dict) for v in node):
+            for i, v in enumerate(node):
+                yield from walk(v, f"{key}.{i}")
+        else:
+            yield f"{key}: {flow(node)}"
+
+    return list(walk({k: v for k, v in params.items() if k not in DERIVED}, ""))
+
+
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-c", "user.name=calm", "-c", "user.email=calm@localhost", *args], cwd=root,
                           capture_output=True, text=True)
@@ -287,9 +318,12 @@ def _pipeline_option(argv: list[str]) -> tuple[str, list[str]]:
 def main(argv: list[str]) -> None:
     pipeline, argv = _pipeline_option(argv)
     config_name, out = PIPELINES[pipeline]
-    check = "--check" in argv
-    overrides = [a for a in argv if a != "--check"]
+    check, show = "--check" in argv, "--show" in argv
+    overrides = [a for a in argv if a not in ("--check", "--show")]
     params = compose_params(overrides, config_name=config_name)
+    if show:  # reads conf/ only: writes no params file
+        print("\n".join(shown_values(params)))
+        return
     if check:
         if load_params(out) != params:
             raise PipelineError(f"{out} differs from conf/: run `make params`")
