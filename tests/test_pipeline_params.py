@@ -313,3 +313,36 @@ def test_a_variant_of_no_sibling_is_one_line():
     with pytest.raises(PipelineError, match="variant_of 'nope' is not a sibling composition") as e:
         compose_params(["preset=micro", "worlds.kv_arithmetic.models.encoder.variant_of=nope"])
     assert "\n" not in str(e.value)
+
+
+def _arch_nodes(node, where=""):
+    """Every mapping written under an `arch` key of a conf file: an architecture stated inline."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "arch" and isinstance(v, dict):
+                yield f"{where}.{k}"
+            yield from _arch_nodes(v, f"{where}.{k}")
+
+
+def test_architectures_live_only_in_conf_model_and_each_is_used():
+    model_files = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "conf" / "model").glob("*.yaml")}
+    inline, selected = [], set()
+    for path in (ROOT / "conf").rglob("*.yaml"):
+        if path.parent.name == "model":
+            continue
+        conf = yaml.safe_load(path.read_text()) or {}
+        inline += [f"{path.relative_to(ROOT)}{k}" for k in _arch_nodes(conf)]
+        for entry in conf.get("defaults") or []:  # `/model@<pkg>: name` (a world) or `/model/name@<pkg>` (a size)
+            text = entry if isinstance(entry, str) else next(f"{k}: {v}" for k, v in entry.items())
+            if text.startswith("/model/"):
+                selected.add(text[len("/model/"):].split("@")[0])
+            elif text.startswith("/model@"):
+                selected.add(text.split(": ")[1])
+    assert not inline, f"architectures written inline (name one of conf/model/ instead): {inline}"
+    assert selected == set(model_files), f"unused: {set(model_files) - selected}; missing: {selected - set(model_files)}"
+    real = "world=[code_real,languages_real,code_xtok]"  # conf/real.yaml's worlds
+    for overrides in (["preset=micro"], ["preset=cpu"], ["preset=paper"], ["preset=micro", real], ["preset=cpu", real]):
+        for world, w in compose_params(overrides)["worlds"].items():  # each arch that composes is one named file
+            for name, model in w["models"].items():
+                if "arch" in model:
+                    assert model["arch"] in model_files.values(), (overrides, world, name, model["arch"])
