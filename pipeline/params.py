@@ -100,8 +100,10 @@ def inherit_variants(cfg) -> None:
 def _inherit(models, name: str, chain: tuple[str, ...]) -> None:
     from omegaconf import DictConfig, OmegaConf, open_dict
 
-    node = models._get_node(name)
-    if not isinstance(node, DictConfig) or node._is_missing() or node._is_none() or VARIANT_KEY not in node:
+    if OmegaConf.is_missing(models, name) or OmegaConf.is_interpolation(models, name):
+        return  # not a model stated here (yet): nothing to inherit into
+    node = models[name]
+    if not isinstance(node, DictConfig) or VARIANT_KEY not in node:
         return
     reference = node[VARIANT_KEY]
     if reference not in models or reference == name or reference in chain:
@@ -109,14 +111,13 @@ def _inherit(models, name: str, chain: tuple[str, ...]) -> None:
         raise PipelineError(f"model {name}: variant_of {reference!r} is not a sibling composition "
                             f"(its world declares {declared})")
     _inherit(models, reference, (*chain, name))  # a variant of a variant: its reference complete first
-    base = OmegaConf.to_container(models._get_node(reference), resolve=False)
+    base = OmegaConf.to_container(models[reference], resolve=False)
     base.pop(VARIANT_KEY, None)
     base.update({k: v for k, v in OWN_FIELDS.items() if k in base})
     # the reference's keys keep their order; the variant's new keys (variant_of, lora, ...) follow
     merged = OmegaConf.merge(base, OmegaConf.to_container(node, resolve=False))
     with open_dict(models):  # Hydra composes in struct mode
         models[name] = merged
-
 
 
 def _refuse_other_preset_here(preset) -> None:
