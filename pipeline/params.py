@@ -2,6 +2,7 @@
 
     python -m pipeline.params [overrides...]     # e.g. preset=micro, world=[kv_arithmetic,copy]
     python -m pipeline.params --check            # exit 2 if params.yaml differs from conf/
+    python -m pipeline.params --show preset=cpu  # print every value the preset gives, one `key: value` a line
     python -m pipeline.params --pipeline real    # real/params.yaml: the real-model worlds (conf/real.yaml)
 
 Two pipelines share one stage template. dvc.yaml, at the root, runs against params.yaml (conf/config.yaml: every
@@ -22,6 +23,7 @@ keeps what the workspace built.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -70,6 +72,54 @@ def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
     return world, name, models[name]
 
 
+# Composition variants (paper §4.4, Table 5): a model with `variant_of: <sibling>` is that sibling with what the
+# variant states on top, like lm-eval's `include:`. The inheritance is done here, once, on the composed conf before
+# anything is resolved: the reference's node is copied whole and the variant's own node merged over it, so a field
+# added to conf/composition/calm.yaml (or set on the reference by a world or size file) reaches every variant
+# without being listed anywhere, and the variant's own overrides (its conf/composition/ file, the world or size
+# file, the command line) win. Interpolations are copied unresolved: a relative one (`${..mB.data}`) reads the
+# same sibling from the variant, which sits beside its reference. Kept in this module, not one of its own: every
+# stage's code list (dvc_stages.*.code, in params.yaml) is this module's import closure.
+VARIANT_KEY = "variant_of"
+# what a variant never takes from its reference: its own seed (its init and data order; null = the global seed)
+OWN_FIELDS = {"seed": None}
+
+
+def inherit_variants(cfg) -> None:
+    """Every `variant_of` model of every world of `cfg` (an OmegaConf DictConfig, changed in place) made its
+    reference plus its own fields. Idempotent: a variant already complete is rebuilt equal to itself."""
+    from omegaconf import DictConfig
+
+    for world in (cfg.get("worlds") or {}).values():
+        models = world.get("models") if isinstance(world, DictConfig) else None
+        if isinstance(models, DictConfig):
+            for name in list(models.keys()):
+                _inherit(models, name, ())
+
+
+def _inherit(models, name: str, chain: tuple[str, ...]) -> None:
+    from omegaconf import DictConfig, OmegaConf, open_dict
+
+    if OmegaConf.is_missing(models, name) or OmegaConf.is_interpolation(models, name):
+        return  # not a model stated here (yet): nothing to inherit into
+    node = models[name]
+    if not isinstance(node, DictConfig) or VARIANT_KEY not in node:
+        return
+    reference = node[VARIANT_KEY]
+    if reference not in models or reference == name or reference in chain:
+        declared = ", ".join(k for k in models if k != name)
+        raise PipelineError(f"model {name}: variant_of {reference!r} is not a sibling composition "
+                            f"(its world declares {declared})")
+    _inherit(models, reference, (*chain, name))  # a variant of a variant: its reference complete first
+    base = OmegaConf.to_container(models[reference], resolve=False)
+    base.pop(VARIANT_KEY, None)
+    base.update({k: v for k, v in OWN_FIELDS.items() if k in base})
+    # the reference's keys keep their order; the variant's new keys (variant_of, lora, ...) follow
+    merged = OmegaConf.merge(base, OmegaConf.to_container(node, resolve=False))
+    with open_dict(models):  # Hydra composes in struct mode
+        models[name] = merged
+
+
 def _refuse_other_preset_here(preset) -> None:
     """`dvc exp run -S preset=micro` in the published workspace would rebuild its data, models, tables and
     dvc.lock entries with another preset's (which builds in its own workspace instead: preset_workspace): refused
@@ -84,6 +134,9 @@ def _resolve_dag(*, _root_) -> dict:
     from omegaconf import OmegaConf
 
     _refuse_other_preset_here(_root_.get("preset"))
+    # DVC's Hydra integration resolves the composed conf as it is: dvc_stages (this resolver) comes before worlds
+    # in it, so the variants are complete before any of them is read (a no-op after compose_params)
+    inherit_variants(_root_)
 
     plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
     if "seed" in _root_:  # checked with the models' own seeds
@@ -122,7 +175,10 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
             cfg = compose(config_name=config_name, overrides=overrides)
+            inherit_variants(cfg)
             params = OmegaConf.to_container(cfg, resolve=True)
+    except PipelineError as e:  # a variant's bad reference (inherit_variants): already one line
+        raise PipelineError(f"cannot compose conf/: {e}") from None
     except (HydraException, OmegaConfBaseException, yaml.YAMLError) as e:
         cause = e.__cause__ if isinstance(e.__cause__, PipelineError) else None
         text = str(cause or e).strip()
@@ -154,6 +210,35 @@ def dump_params(params: dict, path: str | os.PathLike = PARAMS_FILE) -> None:
     text = "# GENERATED from conf/ by `make params` (or DVC's Hydra integration): do not edit by hand.\n"
     text += yaml.safe_dump(_shared_lists(params, {}), sort_keys=False, default_flow_style=None, width=100)
     atomic_write_text(path, text)
+
+
+DERIVED = ("dvc_stages",)  # computed from the rest (pipeline/stages.py), never set by a preset: --show leaves it out
+
+
+def shown_values(params: dict) -> list[str]:
+    """Every value of composed params as one `dotted.key: value` line (the value in YAML's flow style, as
+    params.yaml writes it), in the params' order, the DERIVED keys left out: what `--show` prints, so that what a
+    preset sets (through its size files, runtime and model files) can be read, grepped and compared per key.
+    Mappings, and lists of mappings (e.g. a table's rows: `.0.`, `.1.`), are walked into; any other value is one."""
+    import yaml
+
+    def flow(value) -> str:  # a bare scalar is dumped as a document ("cpu\n...\n"): keep the value only
+        text = yaml.safe_dump(value, default_flow_style=True, width=2 ** 31, allow_unicode=True).removesuffix(
+            "\n...\n").strip()
+        # a string with a line break (a stop sequence) folds over lines in YAML: JSON, also YAML, keeps one line
+        return json.dumps(value, ensure_ascii=False) if "\n" in text else text
+
+    def walk(node, key: str):
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                yield from walk(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(node, list) and any(isinstance(v, dict) for v in node):
+            for i, v in enumerate(node):
+                yield from walk(v, f"{key}.{i}")
+        else:
+            yield f"{key}: {flow(node)}"
+
+    return list(walk({k: v for k, v in params.items() if k not in DERIVED}, ""))
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -234,9 +319,12 @@ def _pipeline_option(argv: list[str]) -> tuple[str, list[str]]:
 def main(argv: list[str]) -> None:
     pipeline, argv = _pipeline_option(argv)
     config_name, out = PIPELINES[pipeline]
-    check = "--check" in argv
-    overrides = [a for a in argv if a != "--check"]
+    check, show = "--check" in argv, "--show" in argv
+    overrides = [a for a in argv if a not in ("--check", "--show")]
     params = compose_params(overrides, config_name=config_name)
+    if show:  # reads conf/ only: writes no params file
+        print("\n".join(shown_values(params)))
+        return
     if check:
         if load_params(out) != params:
             raise PipelineError(f"{out} differs from conf/: run `make params`")

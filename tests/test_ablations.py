@@ -48,7 +48,7 @@ def test_each_variant_is_calm_but_for_what_it_declares(preset):
     assert models["random_mA"]["augmenting"] == ["mA_random_init"] and models["vanilla_mA"]["augmenting"] == [models["mA"]["init"]]
     assert models["mA_random_init"]["arch"] == models["mA"]["arch"] and models["mA_random_init"]["train"]["steps"] == 0
     assert models["skyline"]["kind"] == "finetune" and models["skyline"]["init"] == "mB"
-    # a change to calm reaches every variant (the fields are read, not copied)
+    # a change to calm reaches every variant (copied once the conf is composed: pipeline.params.inherit_variants)
     changed = compose_params([f"preset={preset}", "worlds.kv_arithmetic.models.calm.composition.attention_dropout=0.3",
                               "worlds.kv_arithmetic.models.calm.train.steps=7"])["worlds"][WORLD]["models"]
     for name in VARIANTS:

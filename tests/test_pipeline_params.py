@@ -1,5 +1,6 @@
 """params.yaml is the composition of conf/ (one source of truth), and bad input fails with one line."""
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +243,106 @@ def test_real_model_worlds_are_a_pipeline_of_their_own_that_a_bare_repro_never_b
     params_files = {d.def_path for d in calm.deps if type(d).__name__ == "ParamsDependency"}
     assert params_files == {"real/params.yaml"}
     assert {"models/code_real/mA", "models/code_real/mB"} <= {str(Path(d.fs_path).relative_to(ROOT)) for d in calm.deps}
+
+
+def _leaf(params: dict, key: str):
+    node = params
+    for part in key.split("."):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
+
+
+def test_show_prints_every_value_the_preset_gives_and_nothing_else():
+    r = subprocess.run([sys.executable, "-m", "pipeline.params", "--show", "preset=micro"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    shown = dict(line.split(": ", 1) for line in r.stdout.splitlines())
+    assert len(shown) == len(r.stdout.splitlines())  # one line per key
+    # what the preset's own files set is printed as they set it
+    size = yaml.safe_load((ROOT / "conf" / "size" / "kv_arithmetic" / "micro.yaml").read_text())["worlds"]["kv_arithmetic"]
+    assert shown["preset"] == "micro"
+    assert yaml.safe_load(shown["worlds.kv_arithmetic.data.n_keys"]) == size["data"]["n_keys"] == 20
+    assert yaml.safe_load(shown["worlds.kv_arithmetic.models.calm.train.steps"]) == size["models"]["calm"]["train"]["steps"]
+    assert yaml.safe_load(shown["worlds.kv_arithmetic.data.operators"]) == ["+"]
+    # every printed value is the composed one, and every composed value but the derived stage maps is printed
+    params = compose_params(["preset=micro"])
+    for key, text in shown.items():
+        assert yaml.safe_load(text) == _leaf(params, key), key
+    assert not any(k.startswith("dvc_stages") for k in shown)
+    assert {k.split(".")[0] for k in shown} == set(params) - {"dvc_stages"}
+
+
+def test_show_writes_nothing_and_a_bad_preset_is_one_line(tmp_path):
+    before = (ROOT / "params.yaml").read_bytes()
+    r = subprocess.run([sys.executable, "-m", "pipeline.params", "--show", "preset=nope"], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "unknown preset 'nope'" in r.stderr and "Traceback" not in r.stderr
+    assert (ROOT / "params.yaml").read_bytes() == before
+
+
+def test_a_variant_copies_every_field_of_its_reference_but_what_it_overlays(tmp_path):
+    """A field added to calm.yaml (or set on a world's calm) reaches every variant with no other edit; what the
+    variant states wins, and its seed stays its own (pipeline.params.inherit_variants)."""
+    conf = tmp_path / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    calm = conf / "composition" / "calm.yaml"
+    calm.write_text(calm.read_text() + "extra_field: {depth: 3, tags: [a, b]}\n")
+    world = "worlds.kv_arithmetic.models"
+    params = compose_params(["preset=micro", f"{world}.calm.loss_until='='", f"{world}.calm.seed=5",
+                             f"++{world}.encoder.anchor_replay=0.25"], conf_dir=conf)
+    models = params["worlds"]["kv_arithmetic"]["models"]
+    overlays = {"vanilla_mA": {"augmenting"}, "random_mA": {"augmenting"}, "encoder": {"composition", "anchor_replay"},
+                "lora": {"kind", "init", "lora"}}
+    for name, own in overlays.items():
+        variant = models[name]
+        assert variant["variant_of"] == "calm"
+        assert variant["extra_field"] == {"depth": 3, "tags": ["a", "b"]}, name  # added to the reference only
+        assert variant["loss_until"] == "=", name  # set on the world's calm (the command line here)
+        assert variant["seed"] is None, name      # never the reference's
+        for key, value in models["calm"].items():
+            if key not in own | {"seed"}:
+                assert variant[key] == value, (name, key)
+    assert models["encoder"]["anchor_replay"] == 0.25 and models["calm"]["anchor_replay"] != 0.25
+    assert models["encoder"]["composition"] == {**models["calm"]["composition"], "mode": "encoder"}
+    assert models["vanilla_mA"]["augmenting"] == ["vanilla"] and models["lora"]["kind"] == "lora"
+    assert list(models["lora"])[:len(models["calm"])] == list(models["calm"])  # the reference's order, then its own
+
+
+def test_a_variant_of_no_sibling_is_one_line():
+    with pytest.raises(PipelineError, match="variant_of 'nope' is not a sibling composition") as e:
+        compose_params(["preset=micro", "worlds.kv_arithmetic.models.encoder.variant_of=nope"])
+    assert "\n" not in str(e.value)
+
+
+def _arch_nodes(node, where=""):
+    """Every mapping written under an `arch` key of a conf file: an architecture stated inline."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "arch" and isinstance(v, dict):
+                yield f"{where}.{k}"
+            yield from _arch_nodes(v, f"{where}.{k}")
+
+
+def test_architectures_live_only_in_conf_model_and_each_is_used():
+    model_files = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "conf" / "model").glob("*.yaml")}
+    inline, selected = [], set()
+    for path in (ROOT / "conf").rglob("*.yaml"):
+        if path.parent.name == "model":
+            continue
+        conf = yaml.safe_load(path.read_text()) or {}
+        inline += [f"{path.relative_to(ROOT)}{k}" for k in _arch_nodes(conf)]
+        for entry in conf.get("defaults") or []:  # `/model@<pkg>: name` (a world) or `/model/name@<pkg>` (a size)
+            text = entry if isinstance(entry, str) else next(f"{k}: {v}" for k, v in entry.items())
+            if text.startswith("/model/"):
+                selected.add(text[len("/model/"):].split("@")[0])
+            elif text.startswith("/model@"):
+                selected.add(text.split(": ")[1])
+    assert not inline, f"architectures written inline (name one of conf/model/ instead): {inline}"
+    assert selected == set(model_files), f"unused: {set(model_files) - selected}; missing: {selected - set(model_files)}"
+    real = "world=[code_real,languages_real,code_xtok]"  # conf/real.yaml's worlds
+    for overrides in (["preset=micro"], ["preset=cpu"], ["preset=paper"], ["preset=micro", real], ["preset=cpu", real]):
+        for world, w in compose_params(overrides)["worlds"].items():  # each arch that composes is one named file
+            for name, model in w["models"].items():
+                if "arch" in model:
+                    assert model["arch"] in model_files.values(), (overrides, world, name, model["arch"])

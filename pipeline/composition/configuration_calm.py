@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-from transformers import PreTrainedConfig
-
+import inspect
 from numbers import Integral, Real
+
+from transformers import PreTrainedConfig
 
 from pipeline.errors import UserError
 
 MODES = ("iterative", "encoder")
-
-# The keyword options of CALMForCausalLM.from_models(anchor, augmenting, **options): `connections` (where mA meets mB)
-# and every option of CALMConfig below. A pipeline's composition block may hold exactly these keys (None = default).
-CALM_OPTIONS = (
-    "connections",
-    "mode",
-    "num_heads",
-    "normalize_inputs",
-    "rotary",
-    "rotary_theta",
-    "final_norm",
-    "attention_dropout",
-    "augmenting_dropout",
-    "layers_per_connection",
-)
-
 
 class CompositionConfigError(UserError, ValueError):
     """A composition was asked for something its base models cannot give (bad layers, widths, modes, options)."""
@@ -171,3 +156,11 @@ class CALMConfig(PreTrainedConfig):
     def cross_tokenizer(self) -> bool:
         """Whether the models have different tokenizers (the records name them; alignment.py aligns them)."""
         return isinstance(self.anchor, dict) and self.anchor.get("tokenizer") is not None
+
+
+# CALMConfig's own fields that from_models fills from the models themselves: records, not options a caller sets
+MODEL_RECORDS = ("anchor", "augmenting", "vocab_size")
+# The keyword options of CALMForCausalLM.from_models(anchor, augmenting, **options): `connections` (where mA meets
+# mB) and every field CALMConfig declares beyond PreTrainedConfig's, but the records. Derived, so that a field added
+# to CALMConfig is an option at once. A pipeline's composition block may hold exactly these keys (None = default).
+CALM_OPTIONS = ("connections", *(name for name in inspect.get_annotations(CALMConfig) if name not in MODEL_RECORDS))

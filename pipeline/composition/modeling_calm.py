@@ -115,9 +115,9 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
 
         connections: None for the paper's default (every `layers_per_connection`-th mA layer, mapped uniformly onto
         mB), a list of (mA layer, mB layer) pairs when there is one mA, or one such list per mA.
-        options: any CALMConfig option by keyword (`CALM_OPTIONS`: mode, num_heads, normalize_inputs, rotary,
-        rotary_theta, final_norm, attention_dropout, augmenting_dropout, layers_per_connection); None or absent =
-        the default, so a configuration block can be passed straight through: `from_models(mB, mA, **block)`.
+        options: any CALMConfig option by keyword (`CALM_OPTIONS`: every field CALMConfig declares but the records
+        from_models fills from the models, e.g. mode, num_heads, rotary, final_norm); None or absent = the default,
+        so a configuration block can be passed straight through: `from_models(mB, mA, **block)`.
         An unknown keyword or a bad value fails at once with one line (CompositionConfigError).
 
         The models' weights are used, not copied, and frozen in place (requires_grad=False; their layers in eval
