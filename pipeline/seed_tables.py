@@ -25,6 +25,45 @@ from pipeline.worlds import get_world
 RUN_LOG_FILES = frozenset({"train_info.json"})
 
 
+def dvc_locked_params(root: Path = Path(".")) -> dict:
+    """{stage name: the params.yaml values dvc.lock records it was built under}; {} without a lock. Parsed once per
+    version of the file (a report asks for every column of every world)."""
+    lock = root / "dvc.lock"
+    if not lock.exists():
+        return {}
+    stamp = (str(lock.resolve()), lock.stat().st_mtime_ns, lock.stat().st_size)
+    if _LOCKED.get("stamp") != stamp:
+        import yaml
+
+        stages = (yaml.load(lock.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}).get("stages") or {}
+        _LOCKED.update(stamp=stamp, params={n: ((s.get("params") or {}).get("params.yaml") or {}) for n, s in stages.items()})
+    return _LOCKED["params"]
+
+
+_LOCKED: dict = {}
+
+
+def other_micro_batches(stage: dict, params: dict, world: str) -> bool:
+    """Whether DVC built a model (its dvc.lock stage params) under another micro-batching than params' (1 where
+    the world does not set it)."""
+    return stage.get(f"worlds.{world}.micro_batches", 1) != params["worlds"][world].get("micro_batches", 1)
+
+
+def default_cell_staleness(params: dict, world: str, name: str, root: Path = Path(".")) -> str | None:
+    """Why the DVC default cell of `name` (models/<world>/<name> and its metrics) is not this conf's, or None: the
+    lock shows it, or a model it builds on, trained under other params than params.yaml's, or evaluated under
+    another evaluation. A stage the lock does not record is not known to be stale (stages run without DVC)."""
+    models, locked = params["worlds"][world]["models"], dvc_locked_params(root)
+    for n in [name, *trained_upstream(params, world, name)]:
+        stage, key = locked.get(f"train@{world}/{n}"), f"worlds.{world}.models.{n}"
+        if stage and key in stage and (stage[key] != models[n] or other_micro_batches(stage, params, world)):
+            return f"models/{world}/{n} was trained under other params than params.yaml's"
+    evaluated, key = locked.get(f"evaluate@{world}/{name}"), f"worlds.{world}.evaluation"
+    if evaluated and key in evaluated and evaluated[key] != params["worlds"][world]["evaluation"]:
+        return f"its metrics were computed under another evaluation than params.yaml's"
+    return None
+
+
 def trained_upstream(params: dict, world: str, name: str) -> list[str]:
     """The trained models `name` builds on, transitively (untrained ones, `train.steps: 0`, are rebuilt by each
     sweep job with its own seed, so they are not part of what the job shares with the build)."""
@@ -79,7 +118,11 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
     models/<world>/<name>/train_info.json), then the sweep runs in name order; notes say what was left out."""
     runs, notes, seen = [], [], set()
     metrics_file, info_file = metrics_path(world, name), model_dir(world, name) / "train_info.json"
-    if metrics_file.exists() and info_file.exists():
+    stale_default = metrics_file.exists() and info_file.exists() and default_cell_staleness(params, world, name)
+    if stale_default:  # a table never mixes a cell built under an earlier conf with this one's (issue 29)
+        notes.append(f"{name}: the DVC default cell is left out: {stale_default} (dvc repro "
+                     f"evaluate@{world}/{name} rebuilds it)")
+    elif metrics_file.exists() and info_file.exists():
         info = json.loads(info_file.read_text())
         from pipeline.train import read_run_log
 

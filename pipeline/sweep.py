@@ -35,6 +35,7 @@ from pipeline.errors import PipelineError, UserError
 from pipeline.layout import (MODELS_CACHE, RUN_FILE, data_dir, metrics_path, model_dir, sweep_run_name, sweeps_dir,
                              tokenizer_dir)
 from pipeline.params import PUBLISHED_PRESET  # the preset whose records and tables are committed
+from pipeline.seed_tables import dvc_locked_params, other_micro_batches
 from pipeline.training.lineage import upstream_models
 
 APP = "calm_sweep"
@@ -101,22 +102,6 @@ def preflight(params: dict, world: str, table: str, ablation: str, root: Path) -
                   what=f"model {world}/{ablation} (lora.r: {{match: {rank.get('match')}}})")
 
 
-def _dvc_locked_params(root: Path) -> dict:
-    import yaml
-
-    lock = root / "dvc.lock"
-    if not lock.exists():
-        return {}
-    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages") or {}
-    return {name: ((s.get("params") or {}).get("params.yaml") or {}) for name, s in stages.items()}
-
-
-def _other_micro_batches(stage: dict, params: dict, world: str) -> bool:
-    """Whether DVC built a model (its dvc.lock stage params) under another micro-batching than params' (1 where
-    the world does not set it)."""
-    return stage.get(f"worlds.{world}.micro_batches", 1) != params["worlds"][world].get("micro_batches", 1)
-
-
 def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[list[str], list[str]]:
     """-> (linked, rebuilt): the trained models the variant builds on (transitively), linked from the repository,
     and the untrained ones (steps 0), rebuilt in the job with its seed. Refuses in one line when a trained one is
@@ -126,7 +111,7 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
         if not (root / path).exists():
             raise PipelineError(f"world {world} is not built: {path} is missing; build it first (dvc repro "
                                 f"report@{_table_hint(params, world)} or make table5)")
-    locked = _dvc_locked_params(root)
+    locked = dvc_locked_params(root)
     linked, rebuilt, todo, seen = [], [], list(upstream_models(world, ablation, models[ablation], models)), set()
     while todo:
         name = todo.pop(0)
@@ -141,7 +126,7 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
                                     f"(dvc repro train@{world}/{name}, or make table5)")
             stage = locked.get(f"train@{world}/{name}")
             key = f"worlds.{world}.models.{name}"
-            if stage and key in stage and (stage[key] != models[name] or _other_micro_batches(stage, params, world)):
+            if stage and key in stage and (stage[key] != models[name] or other_micro_batches(stage, params, world)):
                 raise PipelineError(f"{model_dir(world, name)} is stale: params.yaml changed since DVC built it; "
                                     f"rebuild it first (dvc repro train@{world}/{name})")
             linked.append(name)
@@ -174,12 +159,12 @@ def reusable_default(params: dict, world: str, ablation: str, seed: int, root: P
     if info.get("seed") != seed:
         return None
     models = params["worlds"][world]["models"]
-    locked = _dvc_locked_params(root)
+    locked = dvc_locked_params(root)
     for name in [ablation, *upstream_models(world, ablation, models[ablation], models)]:
         stage, key = locked.get(f"train@{world}/{name}"), f"worlds.{world}.models.{name}"
         if not stage or stage.get(key) != models[name]:
             return None  # not built by DVC, or under other params: train it here
-        if _other_micro_batches(stage, params, world):
+        if other_micro_batches(stage, params, world):
             return None  # built under another micro-batching
     evaluated = locked.get(f"evaluate@{world}/{ablation}")
     if not evaluated or evaluated.get(f"worlds.{world}.evaluation") != params["worlds"][world]["evaluation"]:

@@ -388,3 +388,37 @@ def test_legacy_records_are_adopted_only_when_a_rerun_on_this_build_reproduces_o
     (verify / "run.json").unlink()
     held = {c["model"]: c for c in build_table("table5", p)[2] if c["set"] == "kv_math_test"}
     assert held["CALM"]["n_seeds"] == 3 and held["skyline"]["n_seeds"] == 2
+
+
+def test_report_leaves_out_a_default_cell_dvc_built_under_other_params(tmp_path, monkeypatch):
+    """A default cell whose model (or a base under it) dvc.lock records as trained under other params than
+    params.yaml's is not this conf's: left out, and said so, never averaged with this conf's runs (issue 29: after
+    a recipe change, a sweep's report met the variants of the earlier recipe still on disk)."""
+    import yaml
+
+    from pipeline.report import build_table
+
+    p = compose_params([f"world=[{WORLD}]"])
+    monkeypatch.chdir(tmp_path)
+    _fake(tmp_path, p, {"calm": [60.0, 62.0, 64.0], "vanilla_mA": [1.0, 2.0, 3.0], "encoder": [58.0, 60.0, 62.0],
+                        "lora": [3.0], "random_mA": [0.0, 0.0], "skyline": [0.0, 0.0, 0.0]})
+    models = p["worlds"][WORLD]["models"]
+    locked = {f"train@{WORLD}/{n}": {"params": {"params.yaml": {f"worlds.{WORLD}.models.{n}": models[n]}}}
+              for n in ("calm", "vanilla_mA", "encoder", "mB")}
+    older = dict(models["encoder"], train=dict(models["encoder"]["train"], steps=models["encoder"]["train"]["steps"] // 2))
+    locked[f"train@{WORLD}/encoder"]["params"]["params.yaml"][f"worlds.{WORLD}.models.encoder"] = older
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": locked}))
+    md, _, cells = build_table("table5", p)
+    held = {c["model"]: c for c in cells if c["set"] == "kv_math_test"}
+    assert (held["CALM"]["ours"], held["CALM"]["n_seeds"]) == (62.0, 3)  # a current default cell still counts
+    assert (held["mA as encoder"]["ours"], held["mA as encoder"]["n_seeds"]) == (61.0, 2)  # seeds 1-2 only
+    assert (f"encoder: the DVC default cell is left out: models/{WORLD}/encoder was trained under other params "
+            "than params.yaml's") in md
+
+    # an anchor retrained under other params makes every composition on it stale
+    locked[f"train@{WORLD}/mB"]["params"]["params.yaml"][f"worlds.{WORLD}.models.mB"] = dict(models["mB"], prefix_pool=7)
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": locked}))
+    md, _, cells = build_table("table5", p)
+    held = {c["model"]: c for c in cells if c["set"] == "kv_math_test"}
+    assert (held["CALM"]["ours"], held["CALM"]["n_seeds"]) == (63.0, 2)
+    assert f"calm: the DVC default cell is left out: models/{WORLD}/mB was trained under other params" in md
