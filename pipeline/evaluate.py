@@ -19,7 +19,7 @@ import time
 from pipeline import distributed
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
-from pipeline.generation import generate_texts
+from pipeline.generation import generate_and_score
 from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 from pipeline.layout import metrics_path, model_dir, predictions_path, split_file, tokenizer_dir
 from pipeline.params import load_params, model_spec
@@ -65,18 +65,16 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
             if scfg.get(key) is None and ecfg.get(key) is None:
                 raise PipelineError(f"evaluation set {set_name}: no {key} (set it on the set or on the world's evaluation)")
         t0 = time.time()
-        outs = generate_texts(
-            model, tokenizer, [r["prompt"] for r in rows],
+        scored = generate_and_score(
+            model, tokenizer, [r["prompt"] for r in rows], lambda completions: scorer(rows, completions, scfg),
             max_new_tokens=int(scfg.get("max_new_tokens", ecfg["max_new_tokens"])), stop=scfg.get("stop") or (),
             batch_size=int(scfg.get("batch_size", ecfg["batch_size"])), do_sample=n_samples > 1,
             temperature=float(scfg.get("temperature", 1.0)), num_return_sequences=n_samples, progress=progress,
-            desc=set_name, distribute=True,
+            desc=set_name, distribute=True, strip_eos=True,
         )
-        if not distributed.is_main():  # the main process scores and writes
+        if scored is None:  # another process than the main one, which alone scores and writes
             continue
-        outs = [[o] if n_samples == 1 else o for o in outs]
-        outs = [[o.replace(tokenizer.eos_token, "") if tokenizer.eos_token else o for o in samples] for samples in outs]
-        summary, per_row = scorer(rows, outs, scfg)
+        summary, per_row = scored
         metrics[set_name] = {"metric": scfg.get("metric", "exact_match"), **summary, "n": len(rows),
                              "seconds": round(time.time() - t0, 1)}
         if scfg.get("per_item"):  # each row's outcome, for the report's paired tests (pipeline/seed_tables.py)
@@ -91,8 +89,7 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
 def evaluate(params: dict, key: str) -> dict:
     import torch
 
-    from pipeline.tokenization import load_tokenizer
-    from pipeline.training.kinds import load_trained_model
+    from pipeline.training.kinds import load_model
     from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import require_device, set_threads
 
@@ -106,8 +103,8 @@ def evaluate(params: dict, key: str) -> dict:
     set_threads(runtime)
     # the world's tokenizer, or the model's own (its training saved the one it read beside it: lineage.declared_tokenizer)
     own = declared_tokenizer(params, world, name) is not None
-    tokenizer = load_tokenizer(model_dir(world, name) if own else tokenizer_dir(world))
-    model = load_trained_model(model_dir(world, name))
+    model, tokenizer = load_model(model_dir(world, name), tokenizer=model_dir(world, name) if own else tokenizer_dir(world),
+                                  trained=True)
     model.eval()
     if runtime.get("device") == "cuda":
         model.to("cuda")

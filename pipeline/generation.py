@@ -210,3 +210,23 @@ def _generate_batch(model, tokenizer, prompts, device, *, max_new_tokens, stop, 
     texts = [truncate_at_stop(text, stop) for text in texts]
     return [texts[i:i + num_return_sequences]
             for i in range(0, len(texts), num_return_sequences)]
+
+
+def generate_and_score(model, tokenizer, prompts: Sequence[str], score, *, num_return_sequences: int = 1,
+                       strip_eos: bool = False, **generation) -> tuple[dict, list[dict]] | None:
+    """The one evaluation runner: complete every prompt (generate_texts, with its `generation` settings), then
+    score the completions. -> score(completions), i.e. (metrics, one record per prompt), where completions holds
+    num_return_sequences texts per prompt, in the prompts' order. The world evaluation sets (pipeline/evaluate.py)
+    and the benchmarks (pipeline/benchmarks/run.py) both run through here.
+
+    strip_eos: remove the tokenizer's end-of-sequence text from every completion (a world's model may emit it
+    before its stop sequence). With `distribute=True` only the main process scores; the others return None."""
+    generated = generate_texts(model, tokenizer, prompts, num_return_sequences=num_return_sequences, **generation)
+    from pipeline import distributed
+
+    if generation.get("distribute") and not distributed.is_main():  # the main process scores and writes
+        return None
+    completions = [[text] if num_return_sequences == 1 else text for text in generated]
+    if strip_eos and tokenizer.eos_token:
+        completions = [[text.replace(tokenizer.eos_token, "") for text in samples] for samples in completions]
+    return score(completions)

@@ -24,7 +24,8 @@ import pipeline  # noqa: F401,E402  (first: it pins the CPU float path before to
 import torch  # noqa: E402
 
 from pipeline.benchmarks.config import load_benchmark_config  # noqa: E402
-from pipeline.benchmarks.run import evaluate, load_model  # noqa: E402
+from pipeline.benchmarks.__main__ import load_spec_model  # noqa: E402
+from pipeline.benchmarks.run import evaluate  # noqa: E402
 
 RUNS = [  # (benchmark, items, overrides)
     ("humaneval", 20, []),
@@ -58,7 +59,7 @@ def main() -> None:
 
     started = time.monotonic()
     folder, gguf_file = smollm2_gguf()
-    model, tokenizer, model_id = load_model({"path": str(folder), "gguf_file": gguf_file})
+    model, tokenizer, model_id = load_spec_model({"path": str(folder), "gguf_file": gguf_file})
     print(f"model {gguf_file}: loaded in {time.monotonic() - started:.1f} s")
     summary_path = Path(args.output_dir) / "summary.json"
     summary = {}

@@ -94,14 +94,14 @@ def test_cli_errors_are_one_line(checkpoint, tmp_path, capsys):
 
 def test_a_saved_calm_composition_is_loaded_and_evaluated(checkpoint, tmp_path):
     composition = pytest.importorskip("pipeline.composition")
-    from pipeline.benchmarks.run import load_model
+    from pipeline.benchmarks.__main__ import load_spec_model
 
     anchor = composition.load_causal_lm(str(checkpoint))
     augmenting = composition.load_causal_lm(str(checkpoint))
     calm = composition.CALMForCausalLM.from_models(anchor, augmenting,
                                                    connections=[(0, 0)])
     calm.save_pretrained(tmp_path / "calm")
-    model, tokenizer, _ = load_model({"path": str(tmp_path / "calm")})
+    model, tokenizer, _ = load_spec_model({"path": str(tmp_path / "calm")})
     assert type(model).__name__ == "CALMForCausalLM"
     assert run(tmp_path / "calm", tmp_path, "benchmark=gsm8k", "limit=2", "benchmark.n_shots=1",
                "benchmark.max_new_tokens=4") == 0

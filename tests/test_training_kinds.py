@@ -87,6 +87,27 @@ def test_init_from_a_sibling_and_from_a_local_directory(world, tmp_path):
     assert c.keys() == a.keys() and not torch.equal(c["model.embed_tokens.weight"], a["model.embed_tokens.weight"])
 
 
+def test_the_one_loader_reads_a_trained_directory_by_its_kind_and_a_checkpoint_as_such(world):
+    """load_model on a model a stage wrote: its kind loads it (pipeline_kind beside it), with the world's tokenizer
+    as the evaluation stage reads it (its vocabulary map); the same directory as a plain checkpoint (trained=False,
+    load_causal_lm) gives the same weights; a trained model not yet written is one line naming its stage."""
+    from pipeline.layout import model_dir, tokenizer_dir
+    from pipeline.train import train
+    from pipeline.training.kinds import load_model, load_trained_model
+
+    train(world(), "copy/mA_random")
+    saved = _weights("mA_random")
+    model, tokenizer = load_model(model_dir("copy", "mA_random"), tokenizer=tokenizer_dir("copy"))
+    assert hasattr(tokenizer, "vocabulary_map") and not hasattr(model, "calm_source")  # Kind.load, not load_causal_lm
+    plain, same = load_model(model_dir("copy", "mA_random"), tokenizer=tokenizer, trained=False)
+    assert same is tokenizer and plain.calm_source["name_or_path"] == str(model_dir("copy", "mA_random"))
+    for loaded in (model, plain, load_trained_model(model_dir("copy", "mA_random"))):
+        weights = loaded.state_dict()
+        assert all(torch.equal(weights[k], saved[k]) for k in saved)
+    with pytest.raises(PipelineError, match=r"^missing upstream model models/copy/nope: run its stage first"):
+        load_model(model_dir("copy", "nope"), tokenizer=tokenizer, trained=True)
+
+
 def test_missing_init_model_fails_in_one_line_naming_both_places(world, monkeypatch):
     from pipeline.train import train
 

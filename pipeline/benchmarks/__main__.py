@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
@@ -53,6 +54,38 @@ def _positive_int(config: dict, key: str, optional: bool = False) -> int | None:
     return value
 
 
+def load_spec_model(spec: dict):
+    """(model, tokenizer, model_id) from the run's `model:` settings, through the one model loader
+    (pipeline.training.kinds.load_model). spec.path: a local folder holding one of
+      * a saved CALM composition (config.json with model_type "calm"): its bases from the paths its config names,
+        the tokenizer from the anchor (whose vocabulary the composition predicts);
+      * a model a training stage of this pipeline wrote (its kind beside it: a LoRA loads onto its base);
+      * a Hugging Face causal-LM checkpoint (mA, mB, a fine-tuned or merged model);
+      * a GGUF file named by spec.gguf_file.
+    model_id names the model in the generations cache."""
+    import torch
+
+    from pipeline.training.kinds import is_composition, load_model
+
+    path = spec.get("path")
+    if not path:
+        raise BenchmarkError("no model given: set model.path (and model.gguf_file for GGUF)")
+    if not Path(path).exists():
+        raise BenchmarkError(f"model.path {path!r} does not exist")
+    gguf_file = spec.get("gguf_file")
+    dtype = getattr(torch, spec.get("dtype") or "float32")
+    device = spec.get("device") or "cpu"
+    model_id = str(Path(path).resolve()) + (f"::{gguf_file}" if gguf_file else "")
+    if not gguf_file and is_composition(path):
+        try:
+            model, tokenizer = load_model(path, dtype=dtype)
+        except Exception as error:  # noqa: BLE001 - the composition's own one-line errors
+            raise BenchmarkError(f"cannot load the composition at {path}: {error}") from None
+    else:
+        model, tokenizer = load_model(path, gguf_file, dtype=dtype)
+    return model.to(device).eval(), tokenizer, model_id
+
+
 def main(argv: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in argv):
         print(__doc__.strip())
@@ -61,9 +94,9 @@ def main(argv: list[str]) -> int:
         config = OmegaConf.to_container(compose_config(argv), resolve=True)
         config["limit"] = _positive_int(config, "limit", optional=True)
         config["batch_size"] = _positive_int(config, "batch_size")
-        from pipeline.benchmarks.run import evaluate, load_model  # torch: slow, and not needed to refuse a config
+        from pipeline.benchmarks.run import evaluate  # torch: slow, and not needed to refuse a config
 
-        model, tokenizer, model_id = load_model(config["model"])
+        model, tokenizer, model_id = load_spec_model(config["model"])
         result = evaluate(config["benchmark"], model, tokenizer, model_id,
                           output_dir=config["output_dir"], limit=config["limit"],
                           batch_size=config["batch_size"], data_root=config["data_root"],

