@@ -33,9 +33,11 @@ def dvc_locked_params(root: Path = Path(".")) -> dict:
         return {}
     stamp = (str(lock.resolve()), lock.stat().st_mtime_ns, lock.stat().st_size)
     if _LOCKED.get("stamp") != stamp:
-        import yaml
+        # DVC's own parser: YAML 1.2 reads 5e-05 as a float where PyYAML's 1.1 resolver reads a string, and a
+        # value read otherwise than DVC wrote it would call every cell with such a param stale
+        from ruamel.yaml import YAML
 
-        stages = (yaml.load(lock.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}).get("stages") or {}
+        stages = (YAML(typ="safe").load(lock.read_text()) or {}).get("stages") or {}
         _LOCKED.update(stamp=stamp, params={n: ((s.get("params") or {}).get("params.yaml") or {}) for n, s in stages.items()})
     return _LOCKED["params"]
 

@@ -422,3 +422,13 @@ def test_report_leaves_out_a_default_cell_dvc_built_under_other_params(tmp_path,
     held = {c["model"]: c for c in cells if c["set"] == "kv_math_test"}
     assert (held["CALM"]["ours"], held["CALM"]["n_seeds"]) == (63.0, 2)
     assert f"calm: the DVC default cell is left out: models/{WORLD}/mB was trained under other params" in md
+
+
+def test_the_lock_is_read_as_dvc_writes_it(tmp_path):
+    """DVC writes `lr: 5e-05` (YAML 1.2: a float); PyYAML's 1.1 resolver would read a string and call a current
+    default cell stale (the paper preset's chains left mB, CALM and the skyline out of their tables)."""
+    from pipeline.seed_tables import dvc_locked_params
+
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages:\n  train@w/m:\n    params:\n      params.yaml:\n"
+                                       "        worlds.w.models.m:\n          train: {lr: 5e-05, steps: 2}\n")
+    assert dvc_locked_params(tmp_path)["train@w/m"]["worlds.w.models.m"]["train"] == {"lr": 5e-05, "steps": 2}
