@@ -25,6 +25,9 @@ from pipeline.worlds import get_world
 RUN_LOG_FILES = frozenset({"train_info.json"})
 
 
+_LOCKED: dict = {}  # the last dvc.lock read: its stamp (path, mtime, size) and its stages' params
+
+
 def dvc_locked_params(root: Path = Path(".")) -> dict:
     """{stage name: the params.yaml values dvc.lock records it was built under}; {} without a lock. Parsed once per
     version of the file (a report asks for every column of every world)."""
@@ -40,9 +43,6 @@ def dvc_locked_params(root: Path = Path(".")) -> dict:
         stages = (YAML(typ="safe").load(lock.read_text()) or {}).get("stages") or {}
         _LOCKED.update(stamp=stamp, params={n: ((s.get("params") or {}).get("params.yaml") or {}) for n, s in stages.items()})
     return _LOCKED["params"]
-
-
-_LOCKED: dict = {}
 
 
 def other_micro_batches(stage: dict, params: dict, world: str) -> bool:
@@ -62,7 +62,7 @@ def default_cell_staleness(params: dict, world: str, name: str, root: Path = Pat
             return f"models/{world}/{n} was trained under other params than params.yaml's"
     evaluated, key = locked.get(f"evaluate@{world}/{name}"), f"worlds.{world}.evaluation"
     if evaluated and key in evaluated and evaluated[key] != params["worlds"][world]["evaluation"]:
-        return f"its metrics were computed under another evaluation than params.yaml's"
+        return "its metrics were computed under another evaluation than params.yaml's"
     return None
 
 
