@@ -4,7 +4,8 @@ generates (pipeline.train, pipeline.evaluate) on the processes conf/runtime asks
     runtime.processes: 1      one process, `python -m <module>` (what runtime=cpu and runtime=cuda do)
     runtime.processes: N      N data-parallel processes on this node, through `accelerate launch`
     runtime.processes: gpus   one process per GPU torch sees
-    runtime.accelerate_config: a file of launch/ (FSDP, several nodes) passed as --config_file
+    runtime.accelerate_config: a file of launch/ passed as --config_file (runtime=fsdp: launch/fsdp_one_node.yaml),
+                               with the runtime's process count
 
 A runtime on cuda on a machine without a GPU stops here in one line, before any process starts or anything is built.
 Started inside a launcher already (torchrun, accelerate launch, SLURM's srun running those: WORLD_SIZE is set), it
@@ -26,9 +27,12 @@ def processes(runtime: dict) -> int:
     """How many processes the runtime asks for on this node (one line when it cannot have them)."""
     import torch
 
+    from pipeline.training.trainer import check_sharding
+
     device, wanted = runtime.get("device", "cpu"), runtime.get("processes", 1)
     if device == "cuda" and not torch.cuda.is_available():
         raise PipelineError("runtime.device is cuda but torch sees no GPU here: compose with runtime=cpu")
+    check_sharding(runtime)
     if wanted == "gpus":
         if device != "cuda":
             raise PipelineError("runtime.processes: gpus needs runtime.device cuda")
@@ -47,8 +51,9 @@ def command(module: str, args: list[str], runtime: dict) -> list[str]:
     if "WORLD_SIZE" in os.environ or (n == 1 and not config):
         return [sys.executable, "-m", module, *args]
     accelerate = shutil.which("accelerate") or os.path.join(os.path.dirname(sys.executable), "accelerate")
-    if config:  # the file says the distributed type, processes and machines (launch/*.yaml)
-        return [accelerate, "launch", "--config_file", str(config), "-m", module, *args]
+    if config:  # the file says the distributed type (launch/fsdp_one_node.yaml: FSDP); the runtime, the processes
+        return [accelerate, "launch", "--config_file", str(config), "--num_processes", str(n),
+                "--main_process_port", str(_free_port()), "-m", module, *args]
     # --multi_gpu is accelerate's data-parallel (torchrun) launcher; on the CPU its processes join a gloo group.
     # A free port, so that two stages launched side by side on one node do not meet on accelerate's default one.
     return [accelerate, "launch", "--multi_gpu", "--num_processes", str(n), "--num_machines", "1",

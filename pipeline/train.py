@@ -15,9 +15,12 @@ removed with one line and the one before it resumed.
 Under several processes (torchrun, accelerate launch; pipeline/distributed.py) the stage trains data parallel with
 the recipe's global batch (trainer.trainer_arguments); the main process alone tokenises the data cache first,
 prints, writes the model directory, train_info.json and the run log, and removes the checkpoints; the others wait.
+Under runtime.fsdp a composition trains sharded (FSDP2): its checkpoints are every process's shards, and the
+composition's parameters are gathered whole for the main process to save, the very files one process saves.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -37,7 +40,8 @@ RUN_LOG_FIELDS = ("seconds_this_run", "resumed_from")
 def train(params: dict, key: str) -> dict:
     from pipeline.tokenization import save_tokenizer
     from pipeline.training.kinds import KIND_FILE, Stage, get_kind
-    from pipeline.training.trainer import check_processes, require_device, run_trainer, set_threads
+    from pipeline.training.trainer import (check_processes, gathered_state_dict, require_device, run_trainer,
+                                           set_threads)
 
     world, name, cfg = model_spec(params, key)
     kind = get_kind(cfg.get("kind"))
@@ -51,6 +55,18 @@ def train(params: dict, key: str) -> dict:
                         execution_settings(params, world).get("micro_batches", 1))
     distributed.start(stage.runtime)
     set_threads(stage.runtime)
+    # runtime.fsdp shards a composition's frozen bases over the processes (trainer.trainer_arguments); the runtime
+    # decides, not the launcher: accelerate would also shard any model from an FSDP config file's environment
+    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true" and not stage.runtime.get("fsdp"):
+        raise PipelineError("launched with an FSDP accelerate config but the runtime has no `fsdp` block: compose "
+                            "with runtime=fsdp (or launch with launch/one_node.yaml)")
+    sharded = bool(stage.runtime.get("fsdp")) and distributed.world_size() > 1 and bool(steps)
+    if sharded and not kind.shardable:
+        print(f"{key}: kind {kind.name} trains data parallel under runtime.fsdp (sharding is for compositions)",
+              file=sys.stderr)
+        sharded = False
+    if not sharded:
+        os.environ.pop("ACCELERATE_USE_FSDP", None)
     tokenizer = stage.tokenizer()
     models = params["worlds"][world]["models"]
     related = {u: models[u] for u in upstream_models(world, name, cfg, models)}
@@ -60,11 +76,14 @@ def train(params: dict, key: str) -> dict:
                       # a checkpoint made on another float path is never resumed (its steps summed in another order)
                       "float_path": float_path.pin(),
                       # a checkpoint of another process count is never resumed (its RNG and loss sums are per process)
-                      **({"processes": distributed.world_size()} if distributed.world_size() > 1 else {})},
+                      **({"processes": distributed.world_size()} if distributed.world_size() > 1 else {}),
+                      # a sharded checkpoint (torch.distributed.checkpoint directories) is resumed sharded only
+                      **({"fsdp": stage.runtime["fsdp"]} if sharded else {})},
                      kind.inputs(stage))
     model, counts = kind.build(stage, tokenizer)
     print(f"{key}: kind {kind.name}, " + ", ".join(f"{k}={v}" for k, v in counts.items()), file=sys.stderr)
     run_dir = CHECKPOINTS / f"{world}-{name}-{fp}"
+    state_dict = None  # the model's own weights, unless sharded
     if steps == 0:
         info = {"steps": 0, "untrained": True}
     else:
@@ -74,17 +93,18 @@ def train(params: dict, key: str) -> dict:
         trainer, info = run_trainer(
             model, dataset, collator, cfg["train"], stage.runtime, stage.seed, run_dir, key, params.get("wandb", {}),
             {"pipeline": {"kind": kind.name, "world": world, "name": name, **cfg}, "seed": stage.seed, **counts},
-            micro_batches=execution.get("micro_batches", 1),
+            micro_batches=execution.get("micro_batches", 1), sharded=sharded,
         )
         info.update(execution)
         if distributed.world_size() > 1:
             info["processes"] = distributed.world_size()
         model = trainer.model
+        state_dict = gathered_state_dict(trainer)  # every process takes part; the main one gets the weights
     if not distributed.is_main():
         distributed.finish()  # wait for the main process to write the model
         return info
     with atomic_dir(model_dir(world, name)) as tmp:
-        kind.save(model, tmp)
+        kind.save(model, tmp, state_dict)
         save_tokenizer(tokenizer, tmp)  # a restricted vocabulary's map too: which original ids the model's rows are
         (tmp / KIND_FILE).write_text(f"{kind.name}\n")
         recipe = {k: v for k, v in info.items() if k not in RUN_LOG_FIELDS}

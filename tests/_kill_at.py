@@ -59,8 +59,8 @@ def main(point: str, step: int, key: str) -> None:
         for kind in kinds.KINDS.values():
             original_save = kind.save
 
-            def save(model, directory, _save=original_save):
-                _save(model, directory)
+            def save(model, directory, *args, _save=original_save):
+                _save(model, directory, *args)
                 die()
 
             kind.save = save

@@ -224,3 +224,154 @@ def test_the_launcher_comes_from_the_runtime(monkeypatch):
     assert command("pipeline.train", ["w/m"], {"device": "cpu", "processes": 2})[1:3] == ["-m", "pipeline.train"]
     with pytest.raises(PipelineError, match="runtime.processes must be"):
         command("pipeline.train", ["w/m"], {"device": "cpu", "processes": 0})
+
+
+# ----- runtime=fsdp: a composition's frozen bases sharded (FSDP2) ----------------------------------------------
+# On this CPU: the runtime's GPU settings swapped for the CPU's, and tests/_fsdp_on_cpu.py lifting accelerate's
+# GPU-only gate (and the pipeline's refusal that mirrors it), so that torch's FSDP2 shards over gloo.
+SHARDED = [*COMPOSITION, "runtime=fsdp", "runtime.device=cpu", "runtime.precision=fp32", "runtime.dataloader_workers=0"]
+FSDP_ON_CPU = str(ROOT / "tests" / "_fsdp_on_cpu.py")
+
+
+def _sharded_copy(template: Path, workdir: Path) -> Path:
+    shutil.copytree(template, workdir)
+    dump_params(compose_params(SHARDED), workdir / "params.yaml")
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def sharded(template):
+    """The composition trained under runtime=fsdp by 2 processes."""
+    workdir = _sharded_copy(template, template.parent / "calm-fsdp")
+    r = _run(workdir, FSDP_ON_CPU, f"{WORLD}/calm", processes=2)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def sharded_killed(template):
+    """A runtime=fsdp run whose rank 1 was SIGKILLed after step 3: checkpoint-2 is its last."""
+    workdir = _sharded_copy(template, template.parent / "calm-fsdp-killed")
+    r = _run(workdir, FSDP_ON_CPU, "step", "3", f"{WORLD}/calm", processes=2, CALM_KILL_RANK="1")
+    assert r.returncode != 0 and not _model(workdir).exists()
+    return workdir
+
+
+def test_sharded_training_ends_where_one_process_does(trained, sharded):
+    """The same files as one process saves (the composition's parameters only), its losses and weights up to fp32
+    summation order: measured here, losses within 7e-8 relative, weights within 5.3e-8."""
+    one, two = _model(trained[1][0]), _model(sharded)
+    assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one.iterdir())
+    assert (two / "config.json").read_bytes() == (one / "config.json").read_bytes()
+    w1, w2 = load_file(str(one / "model.safetensors")), load_file(str(two / "model.safetensors"))
+    assert w2.keys() == w1.keys() and all(k.startswith("bridges.") for k in w2)
+    for k in w1:
+        torch.testing.assert_close(w2[k], w1[k], rtol=0, atol=WEIGHT_ATOL, msg=k)
+    info1, info2 = (json.loads((d / "train_info.json").read_text()) for d in (one, two))
+    assert info2.pop("processes") == 2
+    for (s1, a), (s2, b) in zip(info1.pop("loss_history"), info2.pop("loss_history"), strict=True):
+        assert s1 == s2 and b == pytest.approx(a, rel=LOSS_RTOL)
+    assert info2.pop("train_loss") == pytest.approx(info1.pop("train_loss"), rel=LOSS_RTOL)
+    assert info2.pop("final_logged_loss") == pytest.approx(info1.pop("final_logged_loss"), rel=LOSS_RTOL)
+    assert info1 == info2
+    assert not list((sharded / "models").glob(".checkpoints/*"))
+
+
+def test_a_sharded_checkpoint_holds_each_process_shard_and_only_the_composition_optimizer(sharded_killed):
+    import torch.distributed.checkpoint as dcp
+
+    from pipeline.training.trainer import _incomplete
+
+    (checkpoint,) = (sharded_killed / "models" / ".checkpoints").glob("*/checkpoint-2")
+    names = {p.name for p in checkpoint.iterdir()}
+    assert {"pytorch_model_fsdp_0", "optimizer_0", "rng_state_0.pth", "rng_state_1.pth"} <= names
+    assert not names & {"model.safetensors", "optimizer.pt"}  # Trainer's FSDP path, not the data-parallel one
+    for part in ("pytorch_model_fsdp_0", "optimizer_0"):  # a shard from each process
+        assert {p.name for p in (checkpoint / part).glob("*.distcp")} == {"__0_0.distcp", "__1_0.distcp"}
+    weights = set(dcp.FileSystemReader(str(checkpoint / "pytorch_model_fsdp_0")).read_metadata().state_dict_metadata)
+    optimizer = dcp.FileSystemReader(str(checkpoint / "optimizer_0")).read_metadata().state_dict_metadata
+    # the model's shards hold the bases too (its whole sharded state dict), the optimizer the composition's only
+    assert any(k.startswith("model.anchor.") for k in weights) and any(k.startswith("model.augmenting.") for k in weights)
+    trained = {k.removeprefix("optimizer.state.").rsplit(".", 1)[0] for k in optimizer if k.startswith("optimizer.state.")}
+    assert trained == {k.removeprefix("model.") for k in weights if k.startswith("model.bridges.")}
+    assert _incomplete(checkpoint) is None
+    (checkpoint / "optimizer_0" / ".metadata").rename(checkpoint / "optimizer_0" / "metadata.partial")
+    try:  # a kill before the coordinator wrote the optimizer's .metadata: not resumable
+        assert _incomplete(checkpoint) == "optimizer.pt missing"
+    finally:
+        (checkpoint / "optimizer_0" / "metadata.partial").rename(checkpoint / "optimizer_0" / ".metadata")
+
+
+@pytest.mark.slow
+def test_a_sharded_run_resumes_after_sigkill_to_the_uninterrupted_weights(sharded_killed, sharded, tmp_path):
+    workdir = tmp_path / "resumed"
+    shutil.copytree(sharded_killed, workdir)
+    r = _run(workdir, FSDP_ON_CPU, f"{WORLD}/calm", processes=2)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "resuming from" in r.stderr and "checkpoint-2" in r.stderr
+    got, expected = (load_file(str(_model(d) / "model.safetensors")) for d in (workdir, sharded))
+    assert got.keys() == expected.keys() and all(torch.equal(got[k], expected[k]) for k in got)
+    assert (_model(workdir) / "train_info.json").read_text() == (_model(sharded) / "train_info.json").read_text()
+
+
+def test_the_wrap_policy_makes_each_base_layer_a_unit_and_leaves_the_composition_whole():
+    """accelerate's TRANSFORMER_BASED_WRAP wraps the classes of the model's _no_split_modules: every decoder layer
+    of the anchor and of an mA of another family; the cross-attention stays in the root unit."""
+    from accelerate.utils import FullyShardedDataParallelPlugin
+    from accelerate.utils.fsdp_utils import fsdp2_prepare_auto_wrap_policy
+
+    from pipeline.composition import CALMForCausalLM
+    from tiny_models import tiny_model
+
+    calm = CALMForCausalLM.from_models(tiny_model("llama", layers=4), tiny_model("gpt2", width=32, layers=4),
+                                       layers_per_connection=2)
+    assert calm._no_split_modules == {"LlamaDecoderLayer", "GPT2Block"}
+    plugin = FullyShardedDataParallelPlugin(fsdp_version=2, auto_wrap_policy="TRANSFORMER_BASED_WRAP")
+    policy = fsdp2_prepare_auto_wrap_policy(plugin, calm)
+    units = [name for name, module in calm.named_modules() if policy(module)]
+    assert units == [f"anchor.model.layers.{i}" for i in range(4)] + [f"augmenting.0.h.{i}" for i in range(4)]
+    assert all(not p.requires_grad for name in units for p in calm.get_submodule(name).parameters())
+
+
+def test_the_sharded_runtime_reaches_trainer_and_agrees_with_its_launch_files(monkeypatch):
+    import yaml
+
+    from pipeline.launch import command
+    from pipeline.training.trainer import trainer_arguments
+
+    runtime = compose_params(["preset=micro", "runtime=fsdp"])["runtime"]
+    tcfg = {"steps": 4, "batch_size": 8, "lr": 1e-3}
+    two = trainer_arguments(tcfg, runtime, seed=0, output_dir="x", run_name="x", report_to="none", processes=2,
+                            sharded=True)
+    assert two["fsdp"] is True and two["fsdp_config"] == runtime["fsdp"] and two["bf16"] is True
+    assert "fsdp" not in trainer_arguments(tcfg, runtime, seed=0, output_dir="x", run_name="x", report_to="none",
+                                           processes=2)  # a kind that does not shard: data parallel
+    for name in ("fsdp_one_node.yaml", "fsdp_multi_node.yaml"):  # what a user launching by hand gets
+        launch = yaml.safe_load((ROOT / "launch" / name).read_text())
+        assert launch["distributed_type"] == "FSDP"
+        assert launch["fsdp_config"] == {f"fsdp_{k}": v for k, v in runtime["fsdp"].items()}, name
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    # the launcher alone (on this CPU: device and block swapped so that the runtime checks let it through)
+    cmd = command("pipeline.train", ["w/m"], {**runtime, "device": "cpu", "fsdp": None, "processes": 2})
+    assert cmd[1:6] == ["launch", "--config_file", "launch/fsdp_one_node.yaml", "--num_processes", "2"]
+    assert cmd[-3:] == ["-m", "pipeline.train", "w/m"]
+
+
+def test_a_sharded_runtime_where_it_cannot_shard_is_one_line_before_anything_starts(tmp_path, monkeypatch):
+    if torch.cuda.is_available():
+        pytest.skip("checks the messages a machine without a GPU gives")
+    for overrides, line in (
+            (["runtime=fsdp"], "runtime.device is cuda but torch sees no GPU here: compose with runtime=cpu"),
+            (["runtime=fsdp", "runtime.device=cpu", "runtime.precision=fp32"],
+             "runtime.fsdp needs runtime.device cuda: accelerate shards only processes on GPUs (on cpu they would "
+             "train data parallel, every base whole in each)")):
+        dump_params(compose_params(["preset=micro", *overrides]), tmp_path / "params.yaml")
+        r = _run(tmp_path, "-m", "pipeline.launch", "pipeline.train", f"{WORLD}/calm")
+        assert r.returncode == 2 and r.stderr.strip() == f"error: {line}", r.stderr
+        assert not (tmp_path / "models").exists()
+    # an FSDP accelerate config with a runtime that does not shard: the runtime decides, in one line
+    from pipeline.train import train
+
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    with pytest.raises(PipelineError, match="launched with an FSDP accelerate config but the runtime has no `fsdp`"):
+        train(compose_params(["preset=micro"]), f"{WORLD}/calm")

@@ -98,6 +98,10 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
         self._register_hooks()
         self.generation_config = copy.deepcopy(anchor.generation_config)
         self.post_init()
+        # The classes a device_map never splits and accelerate's FSDP wraps as units of their own (the bases' decoder
+        # layers): post_init gathers the anchor's (a child model); each mA's backbone sits in a ModuleList, so add its.
+        for backbone in self.augmenting:
+            self._no_split_modules.update(getattr(backbone, "_no_split_modules", None) or ())
         # Checkpoints hold the composition only; tell Trainer's resume that the bases' keys are absent on purpose.
         self._keys_to_ignore_on_save = {k for k in self.state_dict() if not k.startswith("bridges.")}
 

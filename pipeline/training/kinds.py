@@ -102,8 +102,13 @@ class Kind:
         rows = training_rows(stage.params, stage.world, stage.name)
         return supervised_dataset(rows, tokenizer), Collator(tokenizer.pad_token_id), {"n_training_rows": len(rows)}
 
-    def save(self, model, directory: Path) -> None:
-        model.save_pretrained(str(directory))
+    # Whether runtime.fsdp shards its training (its tested path: a composition's frozen bases); the others train
+    # data parallel under it.
+    shardable = False
+
+    def save(self, model, directory: Path, state_dict: dict | None = None) -> None:
+        """state_dict: the weights whole when the model's are sharded (trainer.gathered_state_dict)."""
+        model.save_pretrained(str(directory), state_dict=state_dict)
 
     def load(self, directory: Path, **options):
         """The saved model; options: from_pretrained's (dtype)."""
@@ -221,8 +226,8 @@ class Lora(Kind):
             files += [split_file(stage.world, s) for s in data_stems(anchor)]
         return files
 
-    def save(self, model, directory):
-        model.save_pretrained(str(directory))  # the adapter and its config, which names the base's directory
+    def save(self, model, directory, state_dict=None):
+        model.save_pretrained(str(directory), state_dict=state_dict)  # the adapter and its config (names the base)
 
     def load(self, directory, **options):
         from peft import PeftModel
@@ -238,6 +243,7 @@ class Lora(Kind):
 
 class Composition(Kind):
     name = "composition"
+    shardable = True
 
     def build(self, stage, tokenizer):
         from transformers import set_seed

@@ -24,6 +24,25 @@ def check_runtime(runtime: dict) -> None:
         raise PipelineError(f"runtime.precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if device == "cpu" and precision != "fp32":
         raise PipelineError(f"runtime.precision {precision} needs runtime.device cuda (this runtime trains on the CPU in fp32)")
+    check_sharding(runtime)
+
+
+# accelerate (1.15, state.py's AcceleratorState) turns FSDP on only for processes on GPUs (and other accelerators);
+# processes on the CPU (MULTI_CPU) would silently train data parallel, every base whole in every process. torch's
+# FSDP2 itself runs on the CPU with gloo: tests/_fsdp_on_cpu.py lifts accelerate's gate to prove this path there.
+FSDP_DEVICES = ("cuda",)
+
+
+def check_sharding(runtime: dict) -> None:
+    """One line when runtime.fsdp (Trainer's fsdp_config) cannot shard on the runtime's device."""
+    fsdp = runtime.get("fsdp")
+    if fsdp is None:
+        return
+    if not isinstance(fsdp, dict) or int(fsdp.get("version", 2)) != 2:
+        raise PipelineError(f"runtime.fsdp must be Trainer's fsdp_config for FSDP2 (a mapping, version 2), not {fsdp!r}")
+    if runtime.get("device", "cpu") not in FSDP_DEVICES:
+        raise PipelineError(f"runtime.fsdp needs runtime.device cuda: accelerate shards only processes on GPUs (on "
+                            f"{runtime.get('device', 'cpu')} they would train data parallel, every base whole in each)")
 
 
 def require_device(runtime: dict) -> None:
@@ -32,6 +51,7 @@ def require_device(runtime: dict) -> None:
 
     if runtime.get("device", "cpu") == "cuda" and not torch.cuda.is_available():
         raise PipelineError("runtime.device is cuda but torch sees no GPU here: compose with runtime=cpu")
+    check_sharding(runtime)
 
 
 def set_threads(runtime: dict) -> None:
@@ -60,7 +80,7 @@ def check_processes(processes: int, batch_size: int, micro_batches: int) -> None
 
 
 def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, run_name: str, report_to,
-                      micro_batches: int = 1, processes: int = 1) -> dict:
+                      micro_batches: int = 1, processes: int = 1, sharded: bool = False) -> dict:
     """The TrainingArguments keywords for a recipe on a runtime (a plain dict, so tests can read it).
 
     micro_batches > 1 cuts each optimizer batch of `batch_size` random rows into that many micro-batches of rows
@@ -78,7 +98,12 @@ def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, 
     batch_rebalance sampler already partitions each batch of batch_size rows over processes x micro-batches.
     Trainer sums each process's answer tokens across processes (average_tokens_across_devices) and DDP averages
     the gradients, so the update is one process's up to float summation order. At processes == 1 the arguments
-    are exactly the one-process ones."""
+    are exactly the one-process ones.
+
+    sharded (runtime.fsdp, several processes, a kind that shards: a composition) adds Trainer's FSDP2 settings:
+    accelerate wraps each class of the model's _no_split_modules (the bases' decoder layers) as its own unit and
+    the rest as the root unit; Trainer's optimizer takes the parameters that require grad only (the
+    composition's), and its checkpoints are sharded (state_dict_type)."""
     check_runtime(runtime)
     steps = int(tcfg["steps"])
     k = check_micro_batches(micro_batches, int(tcfg["batch_size"]))
@@ -90,6 +115,8 @@ def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, 
             grouping = dict(accelerator_config={"split_batches": True})
         else:  # the sampler takes batch_size rows per step and deals them to processes x micro-batches
             per_device = int(tcfg["batch_size"]) // (k * processes)
+        if sharded:
+            grouping.update(fsdp=True, fsdp_config=dict(runtime["fsdp"]))
     return dict(
         output_dir=output_dir,
         max_steps=steps,
@@ -118,6 +145,9 @@ def trainer_arguments(tcfg: dict, runtime: dict, *, seed: int, output_dir: str, 
     )
 
 
+FSDP_MODEL_DIR, FSDP_OPTIMIZER_DIR = "pytorch_model_fsdp_", "optimizer_"  # accelerate's save_fsdp_model/_optimizer
+
+
 def _incomplete(checkpoint: Path) -> str | None:
     """Why a checkpoint cannot be resumed from (None when it can): Trainer writes its weights, optimizer.pt,
     scheduler.pt and rng_state*.pth, then trainer_state.json last; each must be there and whole (pipeline.io's
@@ -133,7 +163,12 @@ def _incomplete(checkpoint: Path) -> str | None:
         return f"trainer_state.json is {'missing' if isinstance(e, FileNotFoundError) else 'unreadable'}"
     files = {p.name: p for p in checkpoint.iterdir() if p.is_file()}
     weights = [n for n in files if n.endswith(".safetensors") or (n.endswith(".bin") and n != "training_args.bin")]
-    missing = [n for n in ("optimizer.pt", "scheduler.pt") if n not in files]
+    # an FSDP checkpoint (SHARDED_STATE_DICT): torch.distributed.checkpoint directories of every process's shards,
+    # whose .metadata the coordinator writes last, once every process has written its part
+    sharded = {p.name for p in checkpoint.iterdir() if p.is_dir() and (p / ".metadata").is_file()}
+    weights += [n for n in sharded if n.startswith(FSDP_MODEL_DIR)]
+    optimizer = ["optimizer.pt"] if not any(n.startswith(FSDP_OPTIMIZER_DIR) for n in sharded) else []
+    missing = [n for n in (*optimizer, "scheduler.pt") if n not in files]
     ranks = int(((state.get("stateful_callbacks") or {}).get(LOSS_SUMS) or {}).get("processes", 1))
     if ranks > 1:  # Trainer writes one RNG state per process
         missing += [f"rng_state_{r}.pth" for r in range(ranks) if f"rng_state_{r}.pth" not in files]
@@ -268,8 +303,20 @@ def _trainer_class():
     return SeededRebalanceTrainer
 
 
+def gathered_state_dict(trainer) -> dict | None:
+    """Under FSDP the model's trainable parameters whole, on the main process, for saving (a collective: every
+    process calls it, the others get {}): torch.distributed.checkpoint's full state dict without the frozen
+    parameters, so a composition's bases are never gathered. None when the model's own tensors are whole."""
+    if not getattr(trainer, "is_fsdp_enabled", False):
+        return None
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    return get_model_state_dict(trainer.model, options=StateDictOptions(
+        full_state_dict=True, cpu_offload=True, ignore_frozen_params=True))
+
+
 def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, run_dir: Path, run_name: str,
-                wandb_cfg: dict, extra_config: dict, micro_batches: int = 1):
+                wandb_cfg: dict, extra_config: dict, micro_batches: int = 1, sharded: bool = False):
     """Train (resuming from run_dir's newest complete checkpoint) -> (trainer, info)."""
     from transformers import TrainingArguments
 
@@ -282,7 +329,7 @@ def run_trainer(model, dataset, collator, tcfg: dict, runtime: dict, seed: int, 
     args = TrainingArguments(**trainer_arguments(
         tcfg, runtime, seed=seed, output_dir=str(run_dir), run_name=run_name,
         report_to=["wandb"] if use_wandb else "none", micro_batches=micro_batches,
-        processes=distributed.world_size()))
+        processes=distributed.world_size(), sharded=sharded))
     trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, data_collator=collator)
     Base, Mine = _progress_callback()
     trainer.remove_callback(Base)
