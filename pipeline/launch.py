@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 
 STAGES = ("pipeline.train", "pipeline.evaluate")
+CHECKOUT = Path(__file__).resolve().parent.parent  # a relative runtime.accelerate_config is read from here (launch/)
 
 
 def processes(runtime: dict) -> int:
@@ -52,6 +54,7 @@ def command(module: str, args: list[str], runtime: dict) -> list[str]:
         return [sys.executable, "-m", module, *args]
     accelerate = shutil.which("accelerate") or os.path.join(os.path.dirname(sys.executable), "accelerate")
     if config:  # the file says the distributed type (launch/fsdp_one_node.yaml: FSDP); the runtime, the processes
+        config = Path(config) if Path(config).is_absolute() else CHECKOUT / config  # any stage's wdir
         return [accelerate, "launch", "--config_file", str(config), "--num_processes", str(n),
                 "--main_process_port", str(_free_port()), "-m", module, *args]
     # --multi_gpu is accelerate's data-parallel (torchrun) launcher; on the CPU its processes join a gloo group.

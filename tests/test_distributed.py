@@ -229,8 +229,18 @@ def test_the_launcher_comes_from_the_runtime(monkeypatch):
 # ----- runtime=fsdp: a composition's frozen bases sharded (FSDP2) ----------------------------------------------
 # On this CPU: the runtime's GPU settings swapped for the CPU's, and tests/_fsdp_on_cpu.py lifting accelerate's
 # GPU-only gate (and the pipeline's refusal that mirrors it), so that torch's FSDP2 shards over gloo.
-SHARDED = [*COMPOSITION, "runtime=fsdp", "runtime.device=cpu", "runtime.precision=fp32", "runtime.dataloader_workers=0"]
+SHARDED = [*COMPOSITION, "runtime=fsdp", "runtime.device=cpu", "runtime.precision=fp32", "runtime.dataloader_workers=0",
+           "runtime.processes=2"]
 FSDP_ON_CPU = str(ROOT / "tests" / "_fsdp_on_cpu.py")
+
+
+def _gates_lifted_in_every_process(directory: Path) -> str:
+    """A PYTHONPATH whose sitecustomize lifts the gates in each Python process (for the stage that
+    `python -m pipeline.launch` starts through `accelerate launch`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "sitecustomize.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport _fsdp_on_cpu\n_fsdp_on_cpu.lift_gates()\n")
+    return f"{ROOT}{os.pathsep}{directory}"
 
 
 def _sharded_copy(template: Path, workdir: Path) -> Path:
@@ -241,9 +251,11 @@ def _sharded_copy(template: Path, workdir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def sharded(template):
-    """The composition trained under runtime=fsdp by 2 processes."""
+    """The composition trained under runtime=fsdp by 2 processes, started as a GPU machine starts them:
+    `python -m pipeline.launch` -> `accelerate launch --config_file launch/fsdp_one_node.yaml --num_processes 2`."""
     workdir = _sharded_copy(template, template.parent / "calm-fsdp")
-    r = _run(workdir, FSDP_ON_CPU, f"{WORLD}/calm", processes=2)
+    r = _run(workdir, "-m", "pipeline.launch", "pipeline.train", f"{WORLD}/calm",
+             PYTHONPATH=_gates_lifted_in_every_process(template.parent / "gates-lifted"))
     assert r.returncode == 0, r.stderr[-3000:]
     return workdir
 
@@ -353,7 +365,7 @@ def test_the_sharded_runtime_reaches_trainer_and_agrees_with_its_launch_files(mo
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     # the launcher alone (on this CPU: device and block swapped so that the runtime checks let it through)
     cmd = command("pipeline.train", ["w/m"], {**runtime, "device": "cpu", "fsdp": None, "processes": 2})
-    assert cmd[1:6] == ["launch", "--config_file", "launch/fsdp_one_node.yaml", "--num_processes", "2"]
+    assert cmd[1:6] == ["launch", "--config_file", str(ROOT / "launch" / "fsdp_one_node.yaml"), "--num_processes", "2"]
     assert cmd[-3:] == ["-m", "pipeline.train", "w/m"]
 
 
