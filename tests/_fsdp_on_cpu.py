@@ -6,7 +6,9 @@ accelerate turns FSDP on only for processes on GPUs (its AcceleratorState switch
 MULTI_GPU and the like, never for MULTI_CPU), and the pipeline refuses runtime.fsdp on the CPU for that reason
 (trainer.FSDP_DEVICES). torch's FSDP2 itself shards on the CPU with gloo, so this helper lifts those two gates,
 and nothing else, to run the rest of the sharded path here: accelerate's fully_shard wrapping, Trainer's sharded
-checkpoints and their resume, the stage's gathering and saving. With a kill point it runs tests/_kill_at.py."""
+checkpoints and their resume, the stage's gathering and saving. With a kill point it runs tests/_kill_at.py.
+For a stage that `python -m pipeline.launch` starts through `accelerate launch`, a sitecustomize calls
+lift_gates() in every process instead (tests/test_distributed.py)."""
 import sys
 from pathlib import Path
 

@@ -309,7 +309,7 @@ def test_a_sharded_checkpoint_holds_each_process_shard_and_only_the_composition_
     assert _incomplete(checkpoint) is None
     (checkpoint / "optimizer_0" / ".metadata").rename(checkpoint / "optimizer_0" / "metadata.partial")
     try:  # a kill before the coordinator wrote the optimizer's .metadata: not resumable
-        assert _incomplete(checkpoint) == "optimizer.pt missing"
+        assert _incomplete(checkpoint) == "optimizer_0/.metadata missing"
     finally:
         (checkpoint / "optimizer_0" / "metadata.partial").rename(checkpoint / "optimizer_0" / ".metadata")
 

@@ -38,7 +38,7 @@ def check_sharding(runtime: dict) -> None:
     fsdp = runtime.get("fsdp")
     if fsdp is None:
         return
-    if not isinstance(fsdp, dict) or int(fsdp.get("version", 2)) != 2:
+    if not isinstance(fsdp, dict) or fsdp.get("version", 2) != 2:
         raise PipelineError(f"runtime.fsdp must be Trainer's fsdp_config for FSDP2 (a mapping, version 2), not {fsdp!r}")
     if runtime.get("device", "cpu") not in FSDP_DEVICES:
         raise PipelineError(f"runtime.fsdp needs runtime.device cuda: accelerate shards only processes on GPUs (on "
@@ -164,11 +164,13 @@ def _incomplete(checkpoint: Path) -> str | None:
     files = {p.name: p for p in checkpoint.iterdir() if p.is_file()}
     weights = [n for n in files if n.endswith(".safetensors") or (n.endswith(".bin") and n != "training_args.bin")]
     # an FSDP checkpoint (SHARDED_STATE_DICT): torch.distributed.checkpoint directories of every process's shards,
-    # whose .metadata the coordinator writes last, once every process has written its part
-    sharded = {p.name for p in checkpoint.iterdir() if p.is_dir() and (p / ".metadata").is_file()}
-    weights += [n for n in sharded if n.startswith(FSDP_MODEL_DIR)]
-    optimizer = ["optimizer.pt"] if not any(n.startswith(FSDP_OPTIMIZER_DIR) for n in sharded) else []
-    missing = [n for n in (*optimizer, "scheduler.pt") if n not in files]
+    # each whole once its .metadata is there (the coordinator writes it last, after every process's part)
+    parts = sorted(p.name for p in checkpoint.iterdir()
+                   if p.is_dir() and p.name.startswith((FSDP_MODEL_DIR, FSDP_OPTIMIZER_DIR)))
+    weights += [n for n in parts if n.startswith(FSDP_MODEL_DIR)]
+    optimizer = [] if any(n.startswith(FSDP_OPTIMIZER_DIR) for n in parts) else ["optimizer.pt"]
+    missing = [f"{n}/.metadata" for n in parts if not (checkpoint / n / ".metadata").is_file()]
+    missing += [n for n in (*optimizer, "scheduler.pt") if n not in files]
     ranks = int(((state.get("stateful_callbacks") or {}).get(LOSS_SUMS) or {}).get("processes", 1))
     if ranks > 1:  # Trainer writes one RNG state per process
         missing += [f"rng_state_{r}.pth" for r in range(ranks) if f"rng_state_{r}.pth" not in files]
