@@ -98,6 +98,8 @@ def train(params: dict, key: str) -> dict:
         info.update(execution)
         if distributed.world_size() > 1:
             info["processes"] = distributed.world_size()
+        if sharded:
+            info["sharded"] = "fsdp2"
         model = trainer.model
         state_dict = gathered_state_dict(trainer)  # every process takes part; the main one gets the weights
     if not distributed.is_main():

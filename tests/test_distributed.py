@@ -280,7 +280,7 @@ def test_sharded_training_ends_where_one_process_does(trained, sharded):
     for k in w1:
         torch.testing.assert_close(w2[k], w1[k], rtol=0, atol=WEIGHT_ATOL, msg=k)
     info1, info2 = (json.loads((d / "train_info.json").read_text()) for d in (one, two))
-    assert info2.pop("processes") == 2
+    assert info2.pop("processes") == 2 and info2.pop("sharded") == "fsdp2"
     for (s1, a), (s2, b) in zip(info1.pop("loss_history"), info2.pop("loss_history"), strict=True):
         assert s1 == s2 and b == pytest.approx(a, rel=LOSS_RTOL)
     assert info2.pop("train_loss") == pytest.approx(info1.pop("train_loss"), rel=LOSS_RTOL)
