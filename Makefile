@@ -35,7 +35,8 @@ bench: setup
 	$(PY) speed/bench_composition.py
 
 # ---- pipeline: DVC stages in dvc.yaml, values from params.yaml (composed from conf/)
-# `make params` recomposes params.yaml and real/params.yaml from conf/ (e.g. `make params OVERRIDES="world=[kv_arithmetic]"`,
+# `make params` recomposes params.yaml and real/params.yaml from conf/, each with the stage maps beside it
+# (dvc_stages.yaml, real/dvc_stages.yaml) (e.g. `make params OVERRIDES="world=[kv_arithmetic]"`,
 # REAL_OVERRIDES for the real-model pipeline); another
 # preset (`OVERRIDES="preset=micro"`) gets a workspace of its own, presets/<preset>/, never the published outputs
 # (pipeline/params.py). `dvc exp run -S ...` composes the same way through DVC's Hydra integration.

@@ -1,7 +1,7 @@
 """params.yaml: conf/ composed by Hydra, the one file every stage reads.
 
     python -m pipeline.params [overrides...]     # e.g. preset=micro, world=[kv_arithmetic,copy]
-    python -m pipeline.params --check            # exit 2 if params.yaml differs from conf/
+    python -m pipeline.params --check            # exit 2 if params.yaml or dvc_stages.yaml differs from conf/
     python -m pipeline.params --show preset=cpu  # print every value the preset gives, one `key: value` a line
     python -m pipeline.params --pipeline real    # real/params.yaml: the real-model worlds (conf/real.yaml)
 
@@ -10,8 +10,17 @@ CPU world), and is what a bare `dvc repro` builds. real/dvc.yaml is a link to th
 against real/params.yaml (conf/real.yaml: the worlds that need the real models' wheels and hours of CPU), so those
 stages are built only when named (`dvc repro real/dvc.yaml:report@table4_real`) and locked in real/dvc.lock.
 
+The stage maps dvc.yaml iterates over (`dvc_stages`, derived by pipeline/stages.py) are written beside the params
+file, to dvc_stages.yaml (real/dvc_stages.yaml), which dvc.yaml reads as `vars`, not into params.yaml: DVC parses
+params.yaml once per stage to check its params, and the maps were four fifths of it (a no-op `dvc repro` spent most of
+its time there). params.yaml keeps `dvc_stages_digest`, the digest of what the maps are derived from (its worlds,
+reports, figures and seed), and dvc_stages.yaml's first lines name the digest it was derived with: a stage that DVC
+runs refuses, in one line, a stages file made from other params (load_params), so the graph DVC ran is never
+silently another one than params.yaml's.
+
 The same composition as DVC's Hydra integration (`dvc exp run -S ...`), which also finds the pipeline's
-resolver (`calm_dag`: the DAG pipeline/stages.py derives, register_resolver) through hydra_plugins/.
+resolver (`calm_dag`, register_resolver) through hydra_plugins/: there the resolver writes dvc_stages.yaml beside
+the params.yaml that DVC writes, since nothing else of the pipeline runs before DVC reads the graph.
 
 A preset other than the published one (`cpu`) never builds in the published workspace (the checkout whose
 dvc.lock git tracks): its outputs would land on the published data, models, tables and dvc.lock entries, which
@@ -34,7 +43,7 @@ from typing import Iterable
 from pipeline.checks import check_params
 from pipeline.cli import cli
 from pipeline.errors import PipelineError, UserError
-from pipeline.io import atomic_write_text
+from pipeline.io import atomic_write_text, fingerprint
 from pipeline.stages import derive
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +57,38 @@ WORKSPACE_MARKER = ".preset-workspace"  # in a preset workspace: the preset it w
 # what a preset workspace leaves out of its copy: the published preset's outputs and their lock entries
 PUBLISHED_OUTPUTS = ("dvc.lock", "real/dvc.lock", "reports/")
 RESOLVER = "calm_dag"
+STAGES_FILE = "dvc_stages.yaml"      # beside each params file: the stage maps, dvc.yaml's `vars`
+DIGEST_KEY = "dvc_stages_digest"     # in params.yaml: the digest of DAG_INPUTS, which the stages file must name
+DAG_INPUTS = ("worlds", "reports", "figures", "seed")  # what pipeline/stages.py derives the maps from
+DIGEST_LINE = "# derived from params with dvc_stages_digest: "
+
+
+def stages_file(params_file: str | os.PathLike) -> Path:
+    return Path(params_file).with_name(STAGES_FILE)
+
+
+def dag_digest(params: dict) -> str:
+    """The digest of what the stage maps are derived from: equal for the params DVC's Hydra integration resolves
+    and for the same params read back from the file it writes."""
+    return fingerprint({k: params[k] for k in DAG_INPUTS if k in params})
+
+
+def check_stages_file(params_file: str | os.PathLike, params: dict) -> None:
+    """One PipelineError unless the stages file beside `params_file` was derived from `params` (what it holds)."""
+    path = stages_file(params_file)
+    if not path.exists():
+        raise PipelineError(f"{path} is missing (the stage maps dvc.yaml reads): run `make params`")
+    with open(path) as f:
+        named = next((line[len(DIGEST_LINE):].strip() for line in (f.readline(), f.readline())
+                      if line.startswith(DIGEST_LINE)), None)
+    if named == dag_digest(params):
+        return
+    if named == params.get(DIGEST_KEY):
+        raise PipelineError(f"{params_file} was edited after it was composed (its worlds, reports, figures or seed "
+                            f"no longer give its {DIGEST_KEY}), so DVC ran the graph of the old params: compose it "
+                            f"instead (`make params OVERRIDES=...` or `dvc exp run -S ...`)")
+    raise PipelineError(f"{path} was derived from other params than {params_file} (its digest {named}, "
+                        f"{params_file}'s {params.get(DIGEST_KEY)}): run `make params`")
 
 
 def load_params(path: str | os.PathLike | None = None) -> dict:
@@ -57,7 +98,10 @@ def load_params(path: str | os.PathLike | None = None) -> dict:
     if not p.exists():
         raise PipelineError(f"{p} not found: run `make params` (composes conf/ into params.yaml)")
     with open(p) as f:
-        return check_params(yaml.safe_load(f))
+        params = check_params(yaml.safe_load(f))
+    if os.environ.get("DVC_STAGE"):  # DVC runs this stage: the graph it read from dvc_stages.yaml must be params'
+        check_stages_file(p, params)
+    return params
 
 
 def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
@@ -79,7 +123,7 @@ def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
 # without being listed anywhere, and the variant's own overrides (its conf/composition/ file, the world or size
 # file, the command line) win. Interpolations are copied unresolved: a relative one (`${..mB.data}`) reads the
 # same sibling from the variant, which sits beside its reference. Kept in this module, not one of its own: every
-# stage's code list (dvc_stages.*.code, in params.yaml) is this module's import closure.
+# stage's code list (dvc_stages.*.code, in dvc_stages.yaml) is this module's import closure.
 VARIANT_KEY = "variant_of"
 # what a variant never takes from its reference: its own seed (its init and data order; null = the global seed)
 OWN_FIELDS = {"seed": None}
@@ -120,29 +164,46 @@ def _inherit(models, name: str, chain: tuple[str, ...]) -> None:
         models[name] = merged
 
 
+def _dvc_hydra_output() -> Path | None:
+    """The params file DVC's Hydra integration is composing conf/ into (`dvc exp run -S ...`: the `output_file` of
+    dvc.utils.hydra.compose_and_dump, which is on the stack while it resolves the config), or None when anything
+    else composes (compose_params)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "compose_and_dump" and frame.f_globals.get("__name__") == "dvc.utils.hydra":
+            return Path(frame.f_locals["output_file"])
+        frame = frame.f_back
+    return None
+
+
 def _refuse_other_preset_here(preset) -> None:
     """`dvc exp run -S preset=micro` in the published workspace would rebuild its data, models, tables and
     dvc.lock entries with another preset's (which builds in its own workspace instead: preset_workspace): refused
-    before DVC writes params.yaml. Only under DVC's Hydra integration: the pipeline's own composition may name any
-    preset."""
-    if "dvc.utils.hydra" in sys.modules and preset not in (None, PUBLISHED_PRESET) and is_published_workspace(Path.cwd()):
+    before DVC writes params.yaml or dvc_stages.yaml. Only under DVC's Hydra integration: the pipeline's own
+    composition may name any preset."""
+    if preset not in (None, PUBLISHED_PRESET) and _dvc_hydra_output() and is_published_workspace(Path.cwd()):
         raise PipelineError(f"preset {preset} would rebuild over the published {PUBLISHED_PRESET} outputs here: "
                             f"`make params OVERRIDES=preset={preset}` makes its own workspace, presets/{preset}/")
 
 
-def _resolve_dag(*, _root_) -> dict:
+def _resolve_dag(*, _root_) -> str:
+    """dvc_stages_digest: the stage maps derived (an inconsistent declaration fails here, in one line) and, under
+    DVC's Hydra integration, written beside the params file it writes; their digest is the node's value."""
     from omegaconf import OmegaConf
 
     _refuse_other_preset_here(_root_.get("preset"))
-    # DVC's Hydra integration resolves the composed conf as it is: dvc_stages (this resolver) comes before worlds
-    # in it, so the variants are complete before any of them is read (a no-op after compose_params)
+    # DVC's Hydra integration resolves the composed conf as it is: dvc_stages_digest (this resolver) comes before
+    # worlds in it, so the variants are complete before any of them is read (a no-op after compose_params)
     inherit_variants(_root_)
 
     plain = {k: OmegaConf.to_container(_root_[k], resolve=True) for k in ("worlds", "reports", "figures") if k in _root_}
     if "seed" in _root_:  # checked with the models' own seeds
         plain["seed"] = _root_["seed"]
-    # a config node, not a dict: OmegaConf.resolve (what DVC's Hydra integration calls) cannot store a dict
-    return OmegaConf.create(derive(plain))
+    maps = derive(plain)
+    output = _dvc_hydra_output()
+    if output is not None:
+        write_stages_file(maps, dag_digest(plain), output)
+    return dag_digest(plain)
 
 
 def register_resolver() -> None:
@@ -195,7 +256,7 @@ def compose_params(overrides: Iterable[str] = (), conf_dir: str | os.PathLike | 
 def _shared_lists(node, seen: dict):
     """The same params with every repeated long list one shared object, which YAML writes once (an anchor) and then
     refers to (aliases): the stage maps repeat each stage's source file list (dvc_stages.*.code), and DVC parses
-    params.yaml once per stage that has params, in pure Python, so its size is most of a no-op `dvc repro`."""
+    the file in pure Python."""
     if isinstance(node, dict):
         return {k: _shared_lists(v, seen) for k, v in node.items()}
     if isinstance(node, list):
@@ -204,15 +265,39 @@ def _shared_lists(node, seen: dict):
     return node
 
 
-def dump_params(params: dict, path: str | os.PathLike = PARAMS_FILE) -> None:
+def stage_maps(params: dict) -> dict:
+    """dvc_stages: the flat maps dvc.yaml's `foreach` iterates over, derived from params (pipeline/stages.py; its
+    paths relative to the current directory, the repository root)."""
+    return derive({k: params[k] for k in DAG_INPUTS if k in params})
+
+
+def stages_text(maps: dict, digest: str) -> str:
     import yaml
 
+    return ("# GENERATED by `make params` (pipeline/params.py) beside its params file: the stage maps dvc.yaml "
+            "iterates over. Do not edit.\n"
+            f"{DIGEST_LINE}{digest}\n"
+            + yaml.safe_dump({"dvc_stages": _shared_lists(maps, {})}, sort_keys=False, default_flow_style=None,
+                             width=100))
+
+
+def write_stages_file(maps: dict, digest: str, params_file: str | os.PathLike) -> None:
+    atomic_write_text(stages_file(params_file), stages_text(maps, digest))
+
+
+def dump_params(params: dict, path: str | os.PathLike = PARAMS_FILE, maps: dict | None = None) -> None:
+    """params to `path` and the stage maps (derived from them unless given) to the stages file beside it, with the
+    digest of what they are derived from in both."""
+    import yaml
+
+    params = {**params, DIGEST_KEY: dag_digest(params)}
+    write_stages_file(stage_maps(params) if maps is None else maps, params[DIGEST_KEY], path)
     text = "# GENERATED from conf/ by `make params` (or DVC's Hydra integration): do not edit by hand.\n"
     text += yaml.safe_dump(_shared_lists(params, {}), sort_keys=False, default_flow_style=None, width=100)
     atomic_write_text(path, text)
 
 
-DERIVED = ("dvc_stages",)  # computed from the rest (pipeline/stages.py), never set by a preset: --show leaves it out
+DERIVED = (DIGEST_KEY,)  # computed from the rest, never set by a preset: --show leaves it out
 
 
 def shown_values(params: dict) -> list[str]:
@@ -328,12 +413,16 @@ def main(argv: list[str]) -> None:
     if check:
         if load_params(out) != params:
             raise PipelineError(f"{out} differs from conf/: run `make params`")
-        print(f"{out} matches conf/")
+        if not stages_file(out).exists() or stages_file(out).read_text() != stages_text(stage_maps(params),
+                                                                                          params[DIGEST_KEY]):
+            raise PipelineError(f"{stages_file(out)} differs from conf/ and the stage code: run `make params`")
+        print(f"{out} and {stages_file(out)} match conf/")
         return
     root = Path.cwd()
     if params["preset"] != PUBLISHED_PRESET and is_published_workspace(root):
         work = preset_workspace(root, params["preset"])
-        dump_params(rebase_relative_paths(params, root, work), work / out)
+        dump_params(rebase_relative_paths(params, root, work), work / out,
+                    maps=rebase_relative_paths(stage_maps(params), root, work))
         where = work.relative_to(root)
         # the root pipeline's bare `dvc repro` builds every CPU table; the real pipeline is built by target
         repro = "dvc repro" if pipeline == "main" else " or ".join(
@@ -343,7 +432,7 @@ def main(argv: list[str]) -> None:
         return
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     dump_params(params, out)
-    print(f"wrote {out} (preset={params['preset']})")
+    print(f"wrote {out} and {stages_file(out)} (preset={params['preset']})")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The pipeline's DAG, derived from what conf/ declares (never listed by hand).
 
 conf/ declares worlds (`worlds.<world>`: its data module and settings, tokenizer, models, evaluation sets) and
-reports (`reports.<table>.blocks.<world>`). DVC's `foreach` needs flat maps, so `dvc_stages` in params.yaml is
-derived from those declarations by the OmegaConf resolver `calm_dag` (pipeline/params.py register_resolver(): DVC's
-Hydra integration calls it through `hydra_plugins/calm_pipeline`, `make params` through compose_params):
+reports (`reports.<table>.blocks.<world>`). DVC's `foreach` needs flat maps, so `dvc_stages` is derived from those
+declarations and written beside params.yaml, to dvc_stages.yaml (pipeline/params.py: `make params` through
+dump_params; DVC's Hydra integration through the OmegaConf resolver `calm_dag`, via `hydra_plugins/calm_pipeline`):
 
     dvc_stages.data      {<world>: {inputs, code, tokenizer_code}}       build_data@<world>, build_tokenizer@<world>
     dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related, execution}}  train@<world>/<model>

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, fresh_repo, repro_timed
-from pipeline.params import compose_params
+from pipeline.params import compose_params, stage_maps
 from standins import has_smollm2, smollm2_first_layers
 
 WORLD = ["world=[code_real]"]
@@ -21,7 +21,7 @@ def test_code_real_names_qwen_from_the_wheels_a_restricted_tokenizer_the_dialect
     assert w["models"]["mB"]["init"] == w["tokenizer"]["pretrained"] and w["models"]["mB"]["train"]["steps"] == 0
     assert w["models"]["mA"]["init"] == "random"
     assert w["data"]["eval_sets"] == "benchmarks" and w["data"]["dialect"] is not None
-    stages = p["dvc_stages"]
+    stages = stage_maps(p)
     assert set(stages["train"]) == {f"code_real/{m}" for m in ("mA", "mB", "calm", "skyline")}
     assert set(stages["report"]) == {"table4_real"}   # never reports/table4.* (the CPU stand-ins' table)
     assert all(m.startswith("reports/code_real/") for m in stages["report"]["table4_real"]["metrics"])

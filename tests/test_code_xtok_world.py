@@ -15,7 +15,7 @@ import torch
 
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
 from pipeline.errors import PipelineError
-from pipeline.params import compose_params
+from pipeline.params import compose_params, stage_maps
 
 WORLD = ["world=[code_xtok]"]
 
@@ -33,7 +33,7 @@ def test_code_xtok_names_two_real_models_on_their_own_tokenizers_and_its_own_out
     assert w["data"]["eval_sets"] == "benchmarks" and w["data"]["dialect"] is None
     assert {s: c["metric"] for s, c in w["evaluation"]["sets"].items()} == {
         "cc_test": "pass_at_k", "t2c_test": "pass_at_k", "bpb_code_test": "bits_per_byte", "bpb_prose_test": "bits_per_byte"}
-    stages = p["dvc_stages"]
+    stages = stage_maps(p)
     assert set(stages["train"]) == {f"code_xtok/{m}" for m in ("mA", "mB", "calm", "lora", "skyline")}
     assert set(stages["report"]) == {"table4_xtok"}
     assert all(m.startswith("reports/code_xtok/") for m in stages["report"]["table4_xtok"]["metrics"])

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, fresh_repo, repro_timed
-from pipeline.params import compose_params
+from pipeline.params import compose_params, stage_maps
 from standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2, smollm2_first_layers
 
 WORLD = ["world=[languages_real]"]
@@ -34,7 +34,7 @@ def test_languages_real_names_smollm2_a_restricted_tokenizer_and_its_own_outputs
         assert a < m["mA"]["arch"]["layers"] and b < (30 if preset == "cpu" else 4)
     # the language world's data block (conf/languages_data/default.yaml), the same keys
     assert set(w["data"]) == set(compose_params(["world=[languages]"])["worlds"]["languages"]["data"])
-    stages = p["dvc_stages"]
+    stages = stage_maps(p)
     assert set(stages["data"]) == {"languages_real"}
     assert set(stages["train"]) == {f"languages_real/{x}" for x in MODELS}
     assert set(stages["report"]) == {"table2_real", "table3_real"}   # never reports/table2.* or table3.*

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from pipeline.errors import PipelineError
-from pipeline.params import compose_params, dump_params, load_params
+from pipeline.params import (DIGEST_KEY, compose_params, dump_params, load_params, stage_maps, stages_file,
+                             stages_text)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +20,16 @@ def test_params_yaml_equals_composed_conf():
         committed = yaml.safe_load(f)
     assert committed == compose_params([f"preset={committed['preset']}"]), "params.yaml drifted from conf/: run `make params`"
     assert committed["preset"] == "cpu", "the committed params.yaml must be the default preset"
+
+
+@pytest.mark.parametrize("params_file", ["params.yaml", "real/params.yaml"])
+def test_the_committed_stages_file_is_the_one_its_params_give(params_file):
+    """The stage maps dvc.yaml reads (dvc_stages.yaml, beside each params file) are derived from the committed
+    params, byte for byte, and name their digest."""
+    committed = load_params(ROOT / params_file)
+    assert (ROOT / stages_file(params_file)).read_text() == stages_text(stage_maps(committed), committed[DIGEST_KEY]), \
+        f"{stages_file(params_file)} drifted from {params_file}: run `make params`"
+    assert "dvc_stages" not in committed  # DVC parses params.yaml once per stage: the maps stay out of it
 
 
 @pytest.mark.parametrize("preset", ["micro", "cpu", "paper"])
@@ -75,7 +86,7 @@ def test_impossible_sizes_cli_is_one_clear_line(tmp_path):
 
 def test_dvc_stages_are_derived_from_what_is_declared():
     p = compose_params(["preset=micro", "world=[kv_arithmetic]"])
-    stages = p["dvc_stages"]
+    stages = stage_maps(p)
     assert set(stages["train"]) == {f"kv_arithmetic/{m}" for m in p["worlds"]["kv_arithmetic"]["models"]}
     # evaluated = the models a report names (vanilla and the untrained random mA are only starting points)
     named = {m for t in p["reports"].values() for m in t["blocks"]["kv_arithmetic"]["columns"].values()}
@@ -85,7 +96,7 @@ def test_dvc_stages_are_derived_from_what_is_declared():
     assert "models/kv_arithmetic/mB" in calm["upstream"] and "models/kv_arithmetic/mA" in calm["upstream"]
     # a model that says evaluate: true is evaluated too, without a report naming it
     p = compose_params(["preset=micro", "world=[kv_arithmetic]", "+worlds.kv_arithmetic.models.vanilla.evaluate=true"])
-    assert "kv_arithmetic/vanilla" in p["dvc_stages"]["evaluate"]
+    assert "kv_arithmetic/vanilla" in stage_maps(p)["evaluate"]
 
 
 @pytest.mark.parametrize("entry,world", [("pipeline.train", "code"), ("pipeline.evaluate", "code"),
@@ -95,10 +106,11 @@ def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
     current. Every pipeline file a stage's process has loaded once its entry and world modules are imported and its
     data module has run its imports must be among the stage's DVC deps (derived from the import graph)."""
     p = load_params(ROOT / "params.yaml")
+    stages = yaml.safe_load((ROOT / "dvc_stages.yaml").read_text())["dvc_stages"]
     key = {"pipeline.train": f"{world}/mA", "pipeline.evaluate": f"{world}/mB"}.get(entry, world)
     item = {"pipeline.train": "train", "pipeline.evaluate": "evaluate", "pipeline.build_data": "data"}.get(entry)
-    code = set(p["dvc_stages"][item][key]["code"]) if item else \
-        set(next(r["code"] for r in p["dvc_stages"]["report"].values() if f"data/{world}/summary.json" in
+    code = set(stages[item][key]["code"]) if item else \
+        set(next(r["code"] for r in stages["report"].values() if f"data/{world}/summary.json" in
                  [f"data/{w}/summary.json" for w in r["worlds"]]))
     module = p["worlds"][world]["module"]
     probe = (f"import sys, runpy, importlib; importlib.import_module({entry!r}); importlib.import_module({module!r}); "
@@ -142,18 +154,80 @@ def test_inconsistent_declarations_fail_in_one_line(override, message):
     assert "\n" not in str(e.value)
 
 
-def test_dvc_hydra_integration_composes_the_same_params(tmp_path):
+def test_dvc_hydra_integration_composes_the_same_params(tmp_path, monkeypatch):
     """`dvc exp run -S ...` composes conf/ with DVC's own compose_and_dump, which finds the pipeline's resolver
-    only through hydra_plugins/ (a fresh process, as DVC's)."""
+    only through hydra_plugins/ (a fresh process, as DVC's); the resolver writes the stage maps beside the params
+    file DVC writes, as `make params` would, and a stage DVC runs accepts the pair."""
     out = tmp_path / "params.yaml"
-    code = ("from dvc.utils.hydra import compose_and_dump; "
-            f"compose_and_dump({str(out)!r}, {str(ROOT / 'conf')!r}, None, 'config', {str(ROOT)!r}, "
-            "['worlds.kv_arithmetic.models.calm.seed=1'])")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+    overrides = ["worlds.kv_arithmetic.models.calm.seed=1", "+worlds.kv_arithmetic.models.vanilla.evaluate=true"]
+    code = ("import sys; from dvc.utils.hydra import compose_and_dump; "
+            f"compose_and_dump({str(out)!r}, {str(ROOT / 'conf')!r}, None, 'config', {str(ROOT)!r}, sys.argv[1:])")
+    r = subprocess.run([sys.executable, "-c", code, *overrides], cwd=ROOT, capture_output=True, text=True,
                        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert r.returncode == 0, r.stderr[-2000:]
+    composed = compose_params(overrides)
     with open(out) as f:
-        assert yaml.safe_load(f) == compose_params(["worlds.kv_arithmetic.models.calm.seed=1"])
+        assert yaml.safe_load(f) == composed
+    assert "kv_arithmetic/vanilla" in stage_maps(composed)["evaluate"]  # a graph of its own, not the committed one
+    assert stages_file(out).read_text() == stages_text(stage_maps(composed), composed[DIGEST_KEY])
+    monkeypatch.setenv("DVC_STAGE", "evaluate@kv_arithmetic/vanilla")
+    assert load_params(out) == composed
+
+
+def test_a_stage_dvc_runs_refuses_a_graph_made_from_other_params(tmp_path, monkeypatch):
+    """dvc.yaml reads the stage maps from dvc_stages.yaml, apart from params.yaml: a stages file left from other
+    params, or a params.yaml edited after composing, is one line where the stage starts, never a silently wrong
+    graph. Outside DVC (a sweep's job, a test) the stages file is not read."""
+    dump_params(compose_params(["preset=micro", "world=[kv_arithmetic]"]), tmp_path / "params.yaml")
+    other = tmp_path / "other"
+    other.mkdir()
+    dump_params(compose_params(["preset=micro", "world=[kv_arithmetic]", "+worlds.kv_arithmetic.models.vanilla.evaluate=true"]),
+                other / "params.yaml")
+    monkeypatch.setenv("DVC_STAGE", "build_data@kv_arithmetic")
+    params_file, stages = tmp_path / "params.yaml", stages_file(tmp_path / "params.yaml")
+    assert load_params(params_file)[DIGEST_KEY] != load_params(other / "params.yaml")[DIGEST_KEY]
+    made = stages.read_bytes()
+
+    stages.write_bytes(stages_file(other / "params.yaml").read_bytes())
+    with pytest.raises(PipelineError, match="dvc_stages.yaml was derived from other params than"):
+        load_params(params_file)
+    stages.unlink()
+    with pytest.raises(PipelineError, match="dvc_stages.yaml is missing"):
+        load_params(params_file)
+    stages.write_bytes(made)
+    composed = params_file.read_text()
+    params_file.write_text(composed.replace("\nseed: 0\n", "\nseed: 1\n"))
+    with pytest.raises(PipelineError, match="was edited after it was composed"):
+        load_params(params_file)
+    monkeypatch.delenv("DVC_STAGE")
+    assert load_params(params_file)["seed"] == 1  # not run by DVC: no graph to check
+
+    # as DVC starts it: one line, nothing built
+    env = {"PYTHONPATH": str(ROOT), "CALM_PARAMS": str(params_file), "PATH": "/usr/bin:/bin",
+           "DVC_STAGE": "build_data@kv_arithmetic"}
+    r = subprocess.run([sys.executable, "-m", "pipeline.build_data", "kv_arithmetic"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "edited after it was composed" in r.stderr, \
+        r.stderr[-2000:]
+    assert not (tmp_path / "data").exists()
+
+
+def test_check_names_a_stale_stages_file(tmp_path):
+    """`python -m pipeline.params --check` compares dvc_stages.yaml with conf/ too, byte for byte."""
+    from tests.fresh_repo import _copy_repo
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _copy_repo(repo)
+    (tmp_path / "shared").symlink_to(ROOT.parent / "shared")  # ../shared/benchmarks, as beside the checkout
+    check = [sys.executable, "-m", "pipeline.params", "--check"]
+    ok = subprocess.run(check, cwd=repo, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    stages = repo / "dvc_stages.yaml"
+    stages.write_text(stages.read_text().replace("kv_arithmetic/calm:", "kv_arithmetic/kalm:", 1))
+    r = subprocess.run(check, cwd=repo, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "dvc_stages.yaml differs" in r.stderr, \
+        r.stderr[-2000:]
 
 
 def test_the_paper_preset_fails_before_any_data_is_built(tmp_path):
@@ -189,12 +263,13 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "published"]):
         subprocess.run(git + args, cwd=repo, check=True)
-    published = {p: (repo / p).read_bytes() for p in ("params.yaml", "dvc.lock", "reports/table1.md")}
+    published = {p: (repo / p).read_bytes() for p in ("params.yaml", "dvc_stages.yaml", "dvc.lock", "reports/table1.md")}
     make = [sys.executable, "-m", "pipeline.params", "preset=micro", "world=[kv_arithmetic]"]
     r = subprocess.run(make, cwd=repo, capture_output=True, text=True)
     assert r.returncode == 0 and "presets/micro" in r.stdout, r.stderr[-2000:]
     work = repo / "presets" / "micro"
     assert load_params(work / "params.yaml") == compose_params(["preset=micro", "world=[kv_arithmetic]"])
+    assert "kv_arithmetic" in stages_file(work / "params.yaml").read_text().split("dvc_stages:")[1]
     assert not (work / "dvc.lock").exists() and not (work / "reports" / "table1.md").exists()
     assert (work / "reports" / "kv_arithmetic" / "sweeps").is_dir()  # the report stage reads it (no records yet)
     assert (work / "pipeline" / "params.py").read_bytes() == (repo / "pipeline" / "params.py").read_bytes()
@@ -216,10 +291,12 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     here = subprocess.run([sys.executable, "-c", code, "preset=micro", "world=[kv_arithmetic]"], cwd=repo,
                           capture_output=True, text=True)
     assert here.returncode != 0 and "make params OVERRIDES=preset=micro" in here.stderr, here.stderr[-2000:]
-    assert (repo / "params.yaml").read_bytes() == published["params.yaml"]
+    assert {p: (repo / p).read_bytes() for p in published} == published  # the stage maps too
+    (work / "dvc_stages.yaml").unlink()
     there = subprocess.run([sys.executable, "-c", code, "preset=micro", "world=[kv_arithmetic]"], cwd=work,
                            capture_output=True, text=True)
     assert there.returncode == 0, there.stderr[-2000:]
+    assert (work / "dvc_stages.yaml").is_file()  # written beside the params.yaml DVC wrote
 
 
 def test_real_model_worlds_are_a_pipeline_of_their_own_that_a_bare_repro_never_builds():
@@ -269,7 +346,7 @@ def test_show_prints_every_value_the_preset_gives_and_nothing_else():
     for key, text in shown.items():
         assert yaml.safe_load(text) == _leaf(params, key), key
     assert not any(k.startswith("dvc_stages") for k in shown)
-    assert {k.split(".")[0] for k in shown} == set(params) - {"dvc_stages"}
+    assert {k.split(".")[0] for k in shown} == set(params) - {DIGEST_KEY}
 
 
 def test_show_writes_nothing_and_a_bad_preset_is_one_line(tmp_path):
