@@ -38,13 +38,21 @@ def _prepare(workdir: Path, model: str, kind: str) -> None:
         overrides += [f"+worlds.{WORLD}.micro_batches=4"]
     if kind == "composition":  # dropout in the cross-attention and on mA's states: the resume must restore RNG state
         overrides += [f"{block}.composition.attention_dropout=0.3", f"{block}.composition.augmenting_dropout=0.3"]
-    dump_params(compose_params(overrides), workdir / "params.yaml")
-    steps = [["-m", "pipeline.build_data", WORLD], ["-m", "pipeline.tokenizer", WORLD]]
-    if kind == "composition":
-        steps += [["-m", "pipeline.train", f"{WORLD}/{base}"] for base in ("vanilla", "mA", "mB")]
-    for args in steps:
-        r = _run(workdir, *args)
-        assert r.returncode == 0, r.stderr[-2000:]
+    params = compose_params(overrides)
+    # in this process (the stage entry points, as tests/stage_chain.py runs them): only the runs compared below,
+    # the killed one, its resume and the uninterrupted one, are processes of their own
+    from pipeline import build_data, tokenizer, train
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        for k in ("WANDB_MODE", "CALM_THREADS", "CALM_PARAMS"):
+            mp.setenv(k, _env(workdir)[k])
+        dump_params(params, workdir / "params.yaml")
+        build_data.main([WORLD])
+        tokenizer.main([WORLD])
+        if kind == "composition":
+            for base in ("vanilla", "mA", "mB"):
+                train.main([f"{WORLD}/{base}"])
 
 
 def _weights(workdir: Path, model: str) -> dict:

