@@ -110,6 +110,7 @@ def _untied_copy(directory: Path, out: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tied", [True, False])
 def test_restricted_model_gives_the_original_logits_at_the_kept_ids(compact, smollm2_dir, tmp_path, tied):
     from transformers import AutoModelForCausalLM
@@ -144,6 +145,7 @@ def test_restricted_model_gives_the_original_logits_at_the_kept_ids(compact, smo
         assert torch.equal(again(compact_ids).logits, got)
 
 
+@pytest.mark.slow
 def test_tokenizer_stage_and_training_init_restrict_a_pretrained_model(smollm2_dir, tmp_path, monkeypatch):
     """The toy copy world on SmolLM2's tokenizer, restricted to its data: the stage writes the map; a `base` init
     from the local SmolLM2 (steps 0) is saved cut to the kept ids, a finetune of it and LoRA adapters on it train a
