@@ -21,11 +21,12 @@ setup: $(STAMP)
 setup-real: setup
 	$(PY) -m pip install -q --no-deps -r requirements-real.txt
 
-# Two workers, one per core of the 2-core machines this runs on (tests/conftest.py starts the two smoke `dvc repro`
-# tests first, one on each); one torch thread per process, so two workers do not fight over the cores.
+# Two workers, one per core of the 2-core machines this runs on (tests/conftest.py starts the one end-to-end
+# `dvc repro` first, the rest fills the other worker); one torch thread per process, so two workers do not fight over
+# the cores. --durations: each run's log says where its time went (docs/testing.md keeps the measurements).
 TEST_WORKERS ?= 2
 test: setup
-	CALM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+	CALM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15 tests
 
 # While developing: everything but the whole-pipeline chains and process-level tests (`@pytest.mark.slow`)
 test-fast: setup

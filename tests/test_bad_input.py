@@ -78,6 +78,7 @@ def test_a_seed_that_is_not_an_integer_is_refused_where_params_are_composed_and_
 
 # ---- files a stage reads ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_truncated_model_file_is_one_line_naming_it(workdir, tmp_path):
     w = _copy(workdir, tmp_path)
     weights = w / "models" / WORLD / MODEL / "model.safetensors"
@@ -87,6 +88,7 @@ def test_a_truncated_model_file_is_one_line_naming_it(workdir, tmp_path):
     _one_line(_run(w, "-m", "pipeline.evaluate", f"{WORLD}/{MODEL}"), "model.safetensors is truncated")
 
 
+@pytest.mark.slow
 def test_a_deleted_data_file_under_train_is_one_line_naming_it(workdir, tmp_path):
     w = _copy(workdir, tmp_path)
     (w / "data" / WORLD / "num_math_train.jsonl").unlink()
@@ -101,6 +103,7 @@ DAMAGE += [(name, "delete") for name in ("model.safetensors", "optimizer.pt", "s
                                         "trainer_state.json")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,damage", DAMAGE, ids=[f"{d}-{n}" for n, d in DAMAGE])
 def test_a_checkpoint_whose_files_do_not_verify_is_removed_and_the_previous_one_used(workdir, tmp_path, capsys,
                                                                                      name, damage):
@@ -120,6 +123,7 @@ def test_a_checkpoint_whose_files_do_not_verify_is_removed_and_the_previous_one_
     assert len(lines) == 1 and "checkpoint-4" in lines[0] and (name in lines[0] or "missing" in lines[0]), lines
 
 
+@pytest.mark.slow
 def test_a_rerun_after_a_truncated_checkpoint_file_resumes_from_the_previous_checkpoint(workdir, tmp_path):
     w = _copy(workdir, tmp_path)
     straight = json.loads((w / "models" / WORLD / MODEL / "train_info.json").read_text())

