@@ -8,15 +8,9 @@ import json
 
 import pytest
 
-<<<<<<< HEAD
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, fresh_repo, repro_timed
-from pipeline.params import compose_params, stage_maps
-from standins import has_smollm2, smollm2_first_layers
-=======
 from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
-from pipeline.params import compose_params
+from pipeline.params import compose_params, stage_maps
 from stage_chain import run_stages
->>>>>>> tiers
 
 WORLD = ["world=[code_real]"]
 
