@@ -70,7 +70,11 @@ def test_a_seed_that_is_not_an_integer_is_refused_where_params_are_composed_and_
     r = _run(tmp_path, "-m", "pipeline.params", "preset=micro", f"+worlds.{WORLD}.models.{MODEL}.seed=-1")
     _one_line(r, f"worlds.{WORLD}.models.{MODEL}.seed", "-1")
     params = compose_params(["preset=micro"])
-    dump_params({**params, "seed": "abc"}, tmp_path / "params.yaml")  # a hand-edited params.yaml
+    dump_params(params, tmp_path / "params.yaml")
+    path = tmp_path / "params.yaml"  # then edited by hand (dump_params itself refuses the seed, deriving the stage maps)
+    text = path.read_text()
+    assert text.count("\nseed: 0\n") == 1
+    path.write_text(text.replace("\nseed: 0\n", "\nseed: abc\n"))
     (tmp_path / "data" / WORLD).mkdir(parents=True)
     _one_line(_run(tmp_path, "-m", "pipeline.build_data", WORLD), "seed must be an integer")
     assert (tmp_path / "data" / WORLD).is_dir()

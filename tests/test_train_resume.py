@@ -43,11 +43,13 @@ def _prepare(workdir: Path, model: str, kind: str) -> None:
     # the killed one, its resume and the uninterrupted one, are processes of their own
     from pipeline import build_data, tokenizer, train
 
+    # written from here, the checkout: the stage maps beside params.yaml name every declared world's benchmark files,
+    # which are found relative to the checkout (../shared/benchmarks), not to the workdir
+    dump_params(params, workdir / "params.yaml")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(workdir)
         for k in ("WANDB_MODE", "CALM_THREADS", "CALM_PARAMS"):
             mp.setenv(k, _env(workdir)[k])
-        dump_params(params, workdir / "params.yaml")
         build_data.main([WORLD])
         tokenizer.main([WORLD])
         if kind == "composition":
