@@ -6,6 +6,9 @@ scores bits per byte (pipeline.scoring.bits_per_byte, the stages' metric, contex
               reference code): never the test items
   dev_prose   60 GSM8K train questions that neither english_train nor bpb_prose_test holds
   heldout_dc  48 stdlib functions of code_train that D_C (composition_train) does not hold: D_C's kind, unseen
+  dev_answers the dev slice's reference answers GIVEN their prompts (HumanEval 40-71 bodies after the signature and
+              docstring, MBPP 51-90 code after the 3-shot prompt): the benchmarks' task as asked, answer bytes only
+  mbpp_train_answers  (once --dc mbpp-train wrote D_C's file) 40 of MBPP's train rows, answers given prompts
 Step 0 is the anchor itself (W_O starts at zero): mB's figures come free with every run.
 
 mA is frozen, so its states are computed once per row and reused (a cache keyed by the row's mA token ids; each
@@ -16,7 +19,10 @@ states are summed per row; for choices, not for the table.
     CALM_PARAMS=real/params.yaml CALM_THREADS=1 python experiments/table4_xtok/calibrate.py TAG \
         [--steps 200] [--lr 1e-3] [--warmup 0.05] [--connections 11:19,17:24,23:29] [--eval-every 50] \
         [--save]   # --save writes models/code_xtok/calm (a composition the dev_eval script loads)
-    ... calibrate.py bases     # mA's and mB's bits per byte on the same texts (mA in its own tokenizer)
+    ... calibrate.py bases [--sets dev_answers,...]   # mA's and mB's bits per byte on the same texts (mA in its
+                                                       # own tokenizer)
+    ... --dc mbpp-train      # D_C = MBPP's train split (task_id 601-974) in the test prompts' layout, 0-shot
+    ... --sets dev_answers   # score only these sets (the long prompts make every set costly)
 
 Writes reports/code_xtok/calibration/<TAG>.json (its settings, the curve, seconds).
 """
@@ -62,7 +68,56 @@ def eval_sets() -> dict[str, list[dict]]:
     dc_ids = {r["id"] for r in read_jsonl(data / "composition_train.jsonl")}
     rest = [r for r in read_jsonl(data / "code_train.jsonl") if r["id"] not in dc_ids and not r["prompt"]]
     held = [{"prompt": "", "target": r["target"], "id": r["id"]} for r in random.Random(2).sample(rest, 48)]
-    return {"dev_code": code, "dev_prose": prose, "heldout_dc": held}
+    # the benchmarks' task as asked: the dev slice's reference answers given their prompts (HumanEval: the body after
+    # the signature and docstring; MBPP: the code after the 3-shot prompt), scored on the answer's bytes only
+    answers = [{"prompt": r["prompt"], "target": r["target"], "id": r["id"]}
+               for s in ("cc_dev", "t2c_dev") for r in read_jsonl(data / f"{s}.jsonl")]
+    sets = {"dev_code": code, "dev_prose": prose, "heldout_dc": held, "dev_answers": answers}
+    # D_C's kind when D_C is MBPP's train split: 40 of its rows, answers given prompts (--sets mbpp_train_answers)
+    mbpp_train = data / f"{MBPP_TRAIN_STEM}.jsonl"
+    if mbpp_train.exists():
+        sets["mbpp_train_answers"] = random.Random(0).sample(read_jsonl(mbpp_train), 40)
+    return sets
+
+
+MBPP_TRAIN_IDS = range(601, 975)  # MBPP's train split (Austin et al. 2021): the split made for fine-tuning
+MBPP_TRAIN_STEM = "dc_mbpp_train"
+
+
+def write_mbpp_train_dc(local_dir: str = "../shared/benchmarks/mbpp") -> str:
+    """A D_C of MBPP's train split in the layout of the MBPP test prompts (0-shot: the task, its tests, [BEGIN]) ->
+    the reference code and [DONE]; written to data/code_xtok/dc_mbpp_train.jsonl, its stem returned. No test or
+    dev item is among them (test 11-510, the dev slice is test items)."""
+    from pipeline.benchmarks import data as benchmark_data
+    from pipeline.benchmarks.code_tasks import _mbpp_prompt_block, _normalise_newlines
+    from pipeline.io import atomic_write_jsonl
+
+    tasks = benchmark_data.load_mbpp(local_dir=local_dir, hub_id=None)
+    rows = [{"prompt": _mbpp_prompt_block(tasks[i]), "target": _normalise_newlines(tasks[i]["code"]).strip("\n") +
+             "\n[DONE]", "task": "t2c", "id": f"mbpp-train/{i}"} for i in MBPP_TRAIN_IDS]
+    atomic_write_jsonl(Path("data") / WORLD / f"{MBPP_TRAIN_STEM}.jsonl", rows)
+    return MBPP_TRAIN_STEM
+
+
+def answer_bits_per_byte(model, tokenizer, rows) -> float:
+    """Bits per byte of each row's target given its prompt: the text is tokenized whole and every token that holds a
+    character of the target is scored (a token across the boundary, e.g. a newline merged with the body's indent,
+    counts whole, for both tokenizers alike), over the target's UTF-8 bytes."""
+    import torch
+
+    start = tokenizer.convert_tokens_to_ids(BPB["context_token"])
+    bits, n_bytes = 0.0, 0
+    for r in rows:
+        encoded = tokenizer(r["prompt"] + r["target"], add_special_tokens=False, return_offsets_mapping=True)
+        ids, first = encoded["input_ids"], None
+        first = next(i for i, (_, end) in enumerate(encoded["offset_mapping"]) if end > len(r["prompt"]))
+        input_ids = torch.tensor([[start] + ids])
+        with torch.no_grad():
+            logits = model(input_ids=input_ids).logits[0, :-1].float()
+        logp = torch.log_softmax(logits, -1).gather(1, input_ids[0, 1:, None])[:, 0]
+        bits += float(-logp[first:].sum()) / math.log(2)
+        n_bytes += len(r["target"].encode("utf-8"))
+    return round(bits / n_bytes, 4)
 
 
 def score(model, tokenizer, sets) -> dict:
@@ -70,6 +125,9 @@ def score(model, tokenizer, sets) -> dict:
 
     out = {}
     for name, rows in sets.items():
+        if name == "dev_answers":
+            out[name] = answer_bits_per_byte(model, tokenizer, rows)
+            continue
         summary, _ = bits_per_byte(model, tokenizer, rows, BPB)
         out[name] = summary["score"]
     return out
@@ -81,6 +139,8 @@ def bases(args) -> None:
     from pipeline.training.kinds import load_trained_model
 
     sets, result = eval_sets(), {}
+    if args.sets:
+        sets = {k: v for k, v in sets.items() if k in args.sets.split(",")}
     for name, tok_dir in (("mB", tokenizer_dir(WORLD)), ("mA", model_dir(WORLD, "mA"))):
         t0, c0 = time.time(), cpu_seconds()
         model = load_trained_model(model_dir(WORLD, name)).eval()
@@ -89,7 +149,7 @@ def bases(args) -> None:
         print(name, result[name], flush=True)
         del model
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "bases.json").write_text(json.dumps(result, indent=1))
+    (OUT / f"bases{'-' + args.sets.replace(',', '-') if args.sets else ''}.json").write_text(json.dumps(result, indent=1))
 
 
 def cache_augmenting(model, donor: list | None = None) -> dict:
@@ -144,6 +204,8 @@ def train(args) -> None:
         comp["connections"] = [[[int(x) for x in pair.split(":")] for pair in args.connections.split(",")]]
     if args.final_norm is not None:
         comp["final_norm"] = bool(args.final_norm)
+    if args.dc:  # another D_C: data/code_xtok/<stem>.jsonl (rows of prompt, target), or MBPP's train split
+        cfg["data"] = write_mbpp_train_dc() if args.dc == "mbpp-train" else args.dc
     tcfg = cfg["train"]
     tcfg.update(steps=args.steps, lr=args.lr, warmup_ratio=args.warmup)
     micro = int(params["worlds"][WORLD].get("micro_batches", 1))
@@ -169,6 +231,8 @@ def train(args) -> None:
         print("loaded", len(cache), "cached mA rows from", cache_file, flush=True)
     n_cached = len(cache)
     sets = eval_sets()
+    if args.sets:
+        sets = {k: v for k, v in sets.items() if k in args.sets.split(",")}
     setup = {"wall_s": round(time.time() - t_start, 1), "cpu_s": round(cpu_seconds() - c_start, 1)}
     print("setup", setup, counts, flush=True)
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -178,7 +242,7 @@ def train(args) -> None:
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(tcfg["warmup_ratio"] * args.steps), args.steps)
     rng = random.Random(args.seed)
     order: list[int] = []
-    record = {"tag": args.tag, "settings": {"connections": comp.get("connections"), "final_norm": comp.get("final_norm"),
+    record = {"tag": args.tag, "settings": {"dc": cfg["data"], "connections": comp.get("connections"), "final_norm": comp.get("final_norm"),
               "steps": args.steps, "lr": tcfg["lr"], "warmup_ratio": tcfg["warmup_ratio"], "batch_size": batch,
               "micro_batches": micro, "seed": args.seed}, "counts": counts, "setup": setup, "curve": [], "train_loss": []}
     OUT.mkdir(parents=True, exist_ok=True)
@@ -276,6 +340,9 @@ def main() -> None:
     p.add_argument("--final-norm", type=int, default=None)
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dc", default=None, help="D_C: a file stem in data/code_xtok/, or mbpp-train (MBPP's train split in the test prompts' layout, "
+                   "0-shot; written to data/code_xtok/dc_mbpp_train.jsonl); default: the world's D_C")
+    p.add_argument("--sets", default=None, help="only these dev sets (comma-separated)")
     p.add_argument("--skip-step0", action="store_true")
     p.add_argument("--save", action="store_true")
     p.add_argument("--eval-step", type=int, default=None, help="only evaluate this run's bridges saved at that step")
