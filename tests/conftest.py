@@ -14,8 +14,8 @@ _LONG_FIRST = ("tests/test_pipeline_smoke.py", "tests/test_train_resume.py", "te
 
 
 # tests/test_distributed.py's tests on its `template`/`trained` fixtures start 2-process gloo runs (tens of seconds
-# each): slow, as if marked there. Marked here rather than in the file, which another branch (FSDP) is reworking;
-# move the marks into the file once that lands.
+# each): slow, as if marked there. A rule by fixture rather than a mark per test, so that a new test on those
+# fixtures (the FSDP proofs joined this way) is in the slow tier without anyone remembering to mark it.
 _SLOW_BY_FIXTURE = {"tests/test_distributed.py": {"template", "trained"}}
 
 
