@@ -19,8 +19,12 @@ metrics files of the models it reads: a dependency on the whole reports/<world>/
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
+import re
 from pathlib import Path
+
+import yaml
 
 from pipeline.checks import check_params
 from pipeline.code_deps import stage_code
@@ -30,18 +34,33 @@ from pipeline.training.kinds import KINDS
 from pipeline.training.lineage import upstream_models
 from pipeline.worlds import benchmark_files
 
-UPSTREAM_SLOTS = 4  # the world's tokenizer + up to 3 models (an anchor and two augmenting models)
-RELATED_SLOTS = 3
-REPORT_WORLD_SLOTS = 4
-REPORT_METRIC_SLOTS = 24  # models a table reads, over all its worlds
-FIGURE_METRIC_SLOTS = 4   # models a figure reads: its reference and up to 3 series
-CODE_SLOTS = 96           # source files a stage runs (pipeline/code_deps.py: its import graph)
-INPUT_SLOTS = 8           # benchmark files a world's data is built from (pipeline.worlds.benchmark_files)
+DVC_FILE = Path(__file__).resolve().parent.parent / "dvc.yaml"
+_SLOT = re.compile(r"\$\{item\.(\w+)\[(\d+)\]\}")
 
 
-def _pad(items: list, n: int, what: str, filler) -> list:
+@functools.lru_cache(maxsize=None)
+def dvc_slots() -> dict[str, dict[str, int]]:
+    """How many `${item.<field>[i]}` slots dvc.yaml gives each padded list of each stage: {stage: {field: n}}.
+
+    Counted from dvc.yaml itself, so each length has one home: a list longer than its slots is an error here, and
+    DVC can never drop an entry past the last slot unseen."""
+    stages = yaml.safe_load(DVC_FILE.read_text())["stages"]
+    slots: dict[str, dict[str, int]] = {}
+    for stage, block in stages.items():
+        found: dict[str, set[int]] = {}
+        for field, index in _SLOT.findall(yaml.safe_dump(block.get("do", {}), width=10**6)):
+            found.setdefault(field, set()).add(int(index))
+        for field, indices in found.items():
+            if indices != set(range(len(indices))):
+                raise PipelineError(f"dvc.yaml: stage {stage}'s item.{field} slots are not numbered 0..{len(indices) - 1}")
+        slots[stage] = {field: len(indices) for field, indices in found.items()}
+    return slots
+
+
+def _pad(items: list, stage: str, field: str, what: str, filler) -> list:
+    n = dvc_slots()[stage][field]
     if len(items) > n:
-        raise PipelineError(f"{what}: {len(items)} entries, dvc.yaml has {n} slots")
+        raise PipelineError(f"{what}: {len(items)} entries, dvc.yaml's {stage} stage has {n} `{field}` slots")
     return items + [filler] * (n - len(items))
 
 
@@ -82,10 +101,10 @@ def execution_settings(params: dict, world: str) -> dict:
     return {"micro_batches": k} if k != 1 else {}
 
 
-def _code(what: str, entry: str, *world_modules: str) -> list[str]:
-    """A stage's source files (its entry module's import graph and its worlds' modules), padded for dvc.yaml."""
-    files = stage_code(entry, *world_modules)
-    return _pad(files, CODE_SLOTS, f"{what} source files", files[0])
+def _code(stage: str, field: str, what: str, entry: str, *world_modules: str) -> list[str]:
+    """A stage's source files and folders (its entry module's import graph and its worlds' modules), padded."""
+    paths = stage_code(entry, *world_modules)
+    return _pad(paths, stage, field, f"{what} source files", paths[0])
 
 
 def _benchmark_inputs(params: dict, world: str) -> list[str]:
@@ -104,10 +123,11 @@ def derive(params: dict) -> dict:
         if not isinstance(wcfg, dict) or "module" not in wcfg:
             raise PipelineError(f"worlds.{world} has no `module`: is conf/world/{world}.yaml selected (world=[...])?")
         module = wcfg["module"]
-        data[world] = {"inputs": _pad(_benchmark_inputs(params, world), INPUT_SLOTS, f"worlds.{world} benchmark files",
+        data[world] = {"inputs": _pad(_benchmark_inputs(params, world), "build_data", "inputs", f"worlds.{world} benchmark files",
                                       _module_file(module)),
-                       "code": _code(f"build_data@{world}", "pipeline.build_data", module),
-                       "tokenizer_code": _code(f"build_tokenizer@{world}", "pipeline.tokenizer", module)}
+                       "code": _code("build_data", "code", f"build_data@{world}", "pipeline.build_data", module),
+                       "tokenizer_code": _code("build_tokenizer", "tokenizer_code", f"build_tokenizer@{world}",
+                                                    "pipeline.tokenizer", module)}
         models = wcfg.get("models") or {}
         for name, mcfg in models.items():
             kind = mcfg.get("kind")
@@ -117,17 +137,18 @@ def derive(params: dict) -> dict:
             train[f"{world}/{name}"] = {
                 "world": world, "name": name, "kind": kind,
                 "upstream": _pad([str(tokenizer_dir(world))] + [str(model_dir(world, u)) for u in ups],
-                                 UPSTREAM_SLOTS, f"model {world}/{name} upstream", str(tokenizer_dir(world))),
-                "related": _pad(ups, RELATED_SLOTS, f"model {world}/{name} upstream", name),
+                                 "train", "upstream", f"model {world}/{name} upstream", str(tokenizer_dir(world))),
+                "related": _pad(ups, "train", "related", f"model {world}/{name} upstream", name),
                 # the world's micro-batching (float summation order only, but a model is retrained when it
                 # changes); a world without it repeats `seed`, which the stage depends on anyway
                 "execution": f"worlds.{world}.micro_batches" if "micro_batches" in wcfg else "seed",
-                "code": _code(f"train@{world}/{name}", "pipeline.train", module),
+                "code": _code("train", "code", f"train@{world}/{name}", "pipeline.train", module),
             }
         evaluate_names[world] = evaluated_models(params, world)
         for name in evaluate_names[world]:
             evaluate[f"{world}/{name}"] = {"world": world, "name": name,
-                                           "code": _code(f"evaluate@{world}/{name}", "pipeline.evaluate", module)}
+                                           "code": _code("evaluate", "code", f"evaluate@{world}/{name}",
+                                                                   "pipeline.evaluate", module)}
     for table, tcfg in (params.get("reports") or {}).items():
         blocks = tcfg.get("blocks") or {}
         for world, block in blocks.items():
@@ -139,15 +160,15 @@ def derive(params: dict) -> dict:
         if blocks:
             names = list(blocks)
             metrics = [str(metrics_path(world, m)) for world, block in blocks.items() for m in report_models(block)]
-            report[table] = {"worlds": _pad(names, REPORT_WORLD_SLOTS, f"reports.{table} worlds", names[0]),
-                             "metrics": _pad(metrics, REPORT_METRIC_SLOTS, f"reports.{table} models", metrics[0]),
+            report[table] = {"worlds": _pad(names, "report", "worlds", f"reports.{table} worlds", names[0]),
+                             "metrics": _pad(metrics, "report", "metrics", f"reports.{table} models", metrics[0]),
                              # train_info.json beside each model's weights (the report reads its loss and counts)
                              "models": _pad([str(model_dir(w, m)) for w, block in blocks.items() for m in report_models(block)],
-                                            REPORT_METRIC_SLOTS, f"reports.{table} models", str(model_dir(names[0], report_models(blocks[names[0]])[0]))),
+                                            "report", "models", f"reports.{table} models", str(model_dir(names[0], report_models(blocks[names[0]])[0]))),
                              # the sweep records a table averages over (pipeline/sweep.py), where a world has any
                              "sweeps": _pad([str(sweeps_dir(w)) for w in names if sweeps_dir(w).is_dir()] or [metrics[0]],
-                                            REPORT_WORLD_SLOTS, f"reports.{table} worlds", metrics[0]),
-                             "code": _code(f"report@{table}", "pipeline.report", *(worlds[w]["module"] for w in names))}
+                                            "report", "sweeps", f"reports.{table} worlds", metrics[0]),
+                             "code": _code("report", "code", f"report@{table}", "pipeline.report", *(worlds[w]["module"] for w in names))}
     figure = {}
     for name, fcfg in (params.get("figures") or {}).items():
         world = fcfg.get("world")
@@ -160,6 +181,6 @@ def derive(params: dict) -> dict:
             if m not in evaluate_names.get(world, ()):
                 raise PipelineError(f"figures.{name} reads {world}/{m}, which no report evaluates (add it to a table, or say evaluate: true)")
         metrics = [str(metrics_path(world, m)) for m in dict.fromkeys(names)]
-        figure[name] = {"metrics": _pad(metrics, FIGURE_METRIC_SLOTS, f"figures.{name} models", metrics[0]),
-                        "code": _code(f"figure@{name}", "pipeline.figure", worlds[world]["module"])}
+        figure[name] = {"metrics": _pad(metrics, "figure", "metrics", f"figures.{name} models", metrics[0]),
+                        "code": _code("figure", "code", f"figure@{name}", "pipeline.figure", worlds[world]["module"])}
     return {"data": data, "train": train, "evaluate": evaluate, "report": report, "figure": figure}

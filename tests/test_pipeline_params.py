@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.code_deps import closure, covers, folded, stage_code
 from pipeline.errors import PipelineError
 from pipeline.params import (DIGEST_KEY, compose_params, dump_params, load_params, stage_maps, stages_file,
                              stages_text)
@@ -99,6 +100,23 @@ def test_dvc_stages_are_derived_from_what_is_declared():
     assert "kv_arithmetic/vanilla" in stage_maps(p)["evaluate"]
 
 
+@pytest.mark.parametrize("entry,world_module", [("pipeline.train", "pipeline.worlds.languages"),
+                                                ("pipeline.evaluate", "pipeline.worlds.code"),
+                                                ("pipeline.report", "pipeline.worlds.kv_arithmetic")])
+def test_folded_code_deps_hold_exactly_the_files_a_stage_runs(entry, world_module, tmp_path):
+    """A stage's deps name a folder where it runs every file of it, to keep dvc.lock small: the folded list must
+    hold every file the stage runs and no other file of the package (an unrun file in a folded folder would rerun
+    the stage when edited), and adding a file to a folded folder unfolds it."""
+    runs = set(closure(entry)) | set(closure(world_module))
+    paths = stage_code(entry, world_module)
+    package = {str(p.relative_to(ROOT)) for p in (ROOT / "pipeline").rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    assert {f for f in package if covers(paths, f)} == runs
+    assert len(paths) < len(runs)  # at least one folder folded (pipeline/composition and pipeline/training are)
+    one_folder = next(p for p in paths if (ROOT / p).is_dir())
+    assert folded(runs - {next(f for f in runs if f.startswith(one_folder + "/"))}).count(one_folder) == 0
+
+
 @pytest.mark.parametrize("entry,world", [("pipeline.train", "code"), ("pipeline.evaluate", "code"),
                                          ("pipeline.build_data", "languages"), ("pipeline.report", "kv_arithmetic")])
 def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
@@ -118,17 +136,20 @@ def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
              "if getattr(m, '__file__', None) and m.__name__.split('.')[0] == 'pipeline')))")
     r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     loaded = {str(Path(f).resolve().relative_to(ROOT)) for f in r.stdout.split()}
-    assert loaded and loaded <= code, sorted(loaded - code)
-    assert {"pipeline/tokenization.py", "pipeline/stages.py", "pipeline/float_path.py"} <= code
+    # the deps name folders where the stage runs every file of one (DVC hashes a folder whole)
+    held = {f for f in [*loaded, *(str(p.relative_to(ROOT)) for p in (ROOT / "pipeline").rglob("*.py"))]
+            if covers(sorted(code), f)}
+    assert loaded and loaded <= held, sorted(loaded - held)
+    assert {"pipeline/tokenization.py", "pipeline/stages.py", "pipeline/float_path.py"} <= held
     # and nothing it does not run: a file named in a docstring or comment (stages.py's prose names sweep.py) is not
     # a dependency, so editing the sweep tool leaves every published stage current
-    assert "pipeline/sweep.py" not in code
+    assert "pipeline/sweep.py" not in held
     if entry == "pipeline.evaluate":  # the sandbox's scripts run as processes of their own, never imported
         assert {"pipeline/worlds/code_dialect.py", "pipeline/sandbox/_sandbox_boot.py",
-                "pipeline/sandbox/_sandbox_protocol.py"} <= code
+                "pipeline/sandbox/_sandbox_protocol.py"} <= held
         # the metrics' `evaluate` scripts, which evaluate.load reads by path (not an import) when a set is scored
         assert {f"pipeline/benchmarks/metrics/{m}/{m}.py" for m in ("chrf", "exact_match", "gsm_accuracy",
-                                                                      "pass_at_k")} <= code
+                                                                      "pass_at_k")} <= held
 
 
 def test_a_report_stage_needs_only_the_models_its_table_reads():
