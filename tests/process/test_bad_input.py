@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.params import compose_params, dump_params
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = (ROOT / ".." / "shared" / "benchmarks").resolve()
 WORLD, MODEL = "kv_arithmetic", "mB"
 
@@ -49,7 +49,7 @@ def workdir(tmp_path_factory):
                  ["-m", "pipeline.train", f"{WORLD}/{MODEL}"]):
         r = _run(w, *args)
         assert r.returncode == 0, r.stderr[-2000:]
-    r = _run(w, str(ROOT / "tests" / "_kill_at.py"), "step", "5", f"{WORLD}/{MODEL}")
+    r = _run(w, str(ROOT / "tests" / "support" / "_kill_at.py"), "step", "5", f"{WORLD}/{MODEL}")
     assert r.returncode == -9, r.stderr[-2000:]
     shutil.move(w / "models" / ".checkpoints", w.parent / "killed_checkpoints")
     return w

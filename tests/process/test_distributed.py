@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from pipeline.errors import PipelineError
 from pipeline.params import compose_params, dump_params
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORLD = "kv_arithmetic"
 CALM = f"worlds.{WORLD}.models.calm"
 # 4 steps of batch 12 over the composition's 40 rows (D_C and as many anchor-replay rows): step 4 is the epoch's
@@ -141,7 +141,7 @@ def test_only_the_main_process_writes(trained):
 def test_a_killed_process_leaves_nothing_that_looks_done(template, tmp_path):
     workdir = tmp_path / "killed"
     shutil.copytree(template, workdir)
-    r = _run(workdir, str(ROOT / "tests" / "_kill_at.py"), "step", "3", f"{WORLD}/calm", processes=2,
+    r = _run(workdir, str(ROOT / "tests" / "support" / "_kill_at.py"), "step", "3", f"{WORLD}/calm", processes=2,
              CALM_KILL_RANK="1")
     assert r.returncode != 0
     assert not _model(workdir).exists(), "a killed run must leave no model that looks done"
@@ -175,7 +175,7 @@ def test_two_processes_resume_after_sigkill(template, trained, tmp_path):
     checkpoint-2 and ends with the uninterrupted 2-process run's weights and train_info, bitwise."""
     workdir = tmp_path / "resumed"
     shutil.copytree(template, workdir)
-    r = _run(workdir, str(ROOT / "tests" / "_kill_at.py"), "step", "3", f"{WORLD}/calm", processes=2,
+    r = _run(workdir, str(ROOT / "tests" / "support" / "_kill_at.py"), "step", "3", f"{WORLD}/calm", processes=2,
              CALM_KILL_RANK="1")
     assert r.returncode != 0 and not _model(workdir).exists()
     r = _run(workdir, "-m", "pipeline.train", f"{WORLD}/calm", processes=2)
@@ -227,11 +227,11 @@ def test_the_launcher_comes_from_the_runtime(monkeypatch):
 
 
 # ----- runtime=fsdp: a composition's frozen bases sharded (FSDP2) ----------------------------------------------
-# On this CPU: the runtime's GPU settings swapped for the CPU's, and tests/_fsdp_on_cpu.py lifting accelerate's
+# On this CPU: the runtime's GPU settings swapped for the CPU's, and tests/support/_fsdp_on_cpu.py lifting accelerate's
 # GPU-only gate (and the pipeline's refusal that mirrors it), so that torch's FSDP2 shards over gloo.
 SHARDED = [*COMPOSITION, "runtime=fsdp", "runtime.device=cpu", "runtime.precision=fp32", "runtime.dataloader_workers=0",
            "runtime.processes=2"]
-FSDP_ON_CPU = str(ROOT / "tests" / "_fsdp_on_cpu.py")
+FSDP_ON_CPU = str(ROOT / "tests" / "support" / "_fsdp_on_cpu.py")
 
 
 def _gates_lifted_in_every_process(directory: Path) -> str:
@@ -239,7 +239,8 @@ def _gates_lifted_in_every_process(directory: Path) -> str:
     `python -m pipeline.launch` starts through `accelerate launch`)."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "sitecustomize.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport _fsdp_on_cpu\n_fsdp_on_cpu.lift_gates()\n")
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests' / 'support')!r})\nimport _fsdp_on_cpu\n"
+        "_fsdp_on_cpu.lift_gates()\n")
     return f"{ROOT}{os.pathsep}{directory}"
 
 
@@ -333,7 +334,7 @@ def test_the_wrap_policy_makes_each_base_layer_a_unit_and_leaves_the_composition
     from accelerate.utils.fsdp_utils import fsdp2_prepare_auto_wrap_policy
 
     from pipeline.composition import CALMForCausalLM
-    from tiny_models import tiny_model
+    from tests.support.tiny_models import tiny_model
 
     calm = CALMForCausalLM.from_models(tiny_model("llama", layers=4), tiny_model("gpt2", width=32, layers=4),
                                        layers_per_connection=2)

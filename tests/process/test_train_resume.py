@@ -1,7 +1,7 @@
 """SIGKILL a training stage at any instant, rerun it: it resumes from the newest complete checkpoint and ends
 with the same weights and train_info (its loss over all the steps) as an uninterrupted run with the same seed,
-and a killed stage never leaves an output that looks done. The kill points are deterministic (tests/_kill_at.py),
-including mid-checkpoint writes."""
+and a killed stage never leaves an output that looks done. The kill points are deterministic
+(tests/support/_kill_at.py), including mid-checkpoint writes."""
 import json
 import os
 import shutil
@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from pipeline.params import compose_params, dump_params
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STEPS = 40
 WORLD = "kv_arithmetic"
 
@@ -39,7 +39,7 @@ def _prepare(workdir: Path, model: str, kind: str) -> None:
     if kind == "composition":  # dropout in the cross-attention and on mA's states: the resume must restore RNG state
         overrides += [f"{block}.composition.attention_dropout=0.3", f"{block}.composition.augmenting_dropout=0.3"]
     params = compose_params(overrides)
-    # in this process (the stage entry points, as tests/stage_chain.py runs them): only the runs compared below,
+    # in this process (the stage entry points, as tests/support/stage_chain.py runs them): only the runs compared below,
     # the killed one, its resume and the uninterrupted one, are processes of their own
     from pipeline import build_data, tokenizer, train
 
@@ -101,7 +101,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path_factory, tmp_path, mo
     workdir = tmp_path / "killed"
     shutil.copytree(template, workdir)
     for n, (point, step) in enumerate(kills):
-        r = _run(workdir, str(ROOT / "tests" / "_kill_at.py"), point, str(step), f"{WORLD}/{model}")
+        r = _run(workdir, str(ROOT / "tests" / "support" / "_kill_at.py"), point, str(step), f"{WORLD}/{model}")
         assert r.returncode == -9, f"expected a SIGKILL at {point} {step}: rc={r.returncode} {r.stderr[-1500:]}"
         assert not (workdir / "models" / WORLD / model).exists(), "a killed stage must leave no output that looks done"
         assert n == 0 or "resuming from" in r.stderr, f"the rerun after the kill before {point} {step} did not resume"

@@ -1,14 +1,14 @@
-"""Run a training stage under runtime.fsdp on the CPU (test helper for tests/test_distributed.py):
+"""Run a training stage under runtime.fsdp on the CPU (test helper for tests/process/test_distributed.py):
 
-    torchrun --nproc_per_node 2 tests/_fsdp_on_cpu.py [<kill point> <step>] <world>/<model>
+    torchrun --nproc_per_node 2 tests/support/_fsdp_on_cpu.py [<kill point> <step>] <world>/<model>
 
 accelerate turns FSDP on only for processes on GPUs (its AcceleratorState switches distributed_type to FSDP for
 MULTI_GPU and the like, never for MULTI_CPU), and the pipeline refuses runtime.fsdp on the CPU for that reason
 (trainer.FSDP_DEVICES). torch's FSDP2 itself shards on the CPU with gloo, so this helper lifts those two gates,
 and nothing else, to run the rest of the sharded path here: accelerate's fully_shard wrapping, Trainer's sharded
-checkpoints and their resume, the stage's gathering and saving. With a kill point it runs tests/_kill_at.py.
+checkpoints and their resume, the stage's gathering and saving. With a kill point it runs tests/support/_kill_at.py.
 For a stage that `python -m pipeline.launch` starts through `accelerate launch`, a sitecustomize calls
-lift_gates() in every process instead (tests/test_distributed.py)."""
+lift_gates() in every process instead (tests/process/test_distributed.py)."""
 import sys
 from pathlib import Path
 

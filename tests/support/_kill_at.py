@@ -1,6 +1,6 @@
-"""Run a training stage and SIGKILL it at a chosen instant (test helper for tests/test_train_resume.py).
+"""Run a training stage and SIGKILL it at a chosen instant (test helper for tests/process/test_train_resume.py).
 
-    python tests/_kill_at.py <point> <step> <world>/<model>
+    python tests/support/_kill_at.py <point> <step> <world>/<model>
 
 points: step        after optimizer step <step> (between checkpoints)
         checkpoint  while checkpoint-<step> is being written: its weights are on disk, its trainer_state.json not
@@ -13,8 +13,8 @@ import sys
 
 
 def die():
-    # under several processes (torchrun tests/_kill_at.py ...), CALM_KILL_RANK picks the one that dies (the launcher
-    # then stops the others)
+    # under several processes (torchrun tests/support/_kill_at.py ...), CALM_KILL_RANK picks the one that dies (the
+    # launcher then stops the others)
     if os.environ.get("CALM_KILL_RANK", os.environ.get("RANK", "0")) == os.environ.get("RANK", "0"):
         os.kill(os.getpid(), signal.SIGKILL)
 

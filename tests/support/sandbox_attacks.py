@@ -1,6 +1,6 @@
-"""The hostile battery's programs (used by test_sandbox_hostile.py, also as an unprivileged
+"""The hostile battery's programs (used by tests/unit/sandbox/test_harness_hostile.py, also as an unprivileged
 user without pytest): each solves nothing and tries to be scored as passing through the
-harness's machinery. See test_sandbox_hostile.py for the threat model."""
+harness's machinery. See tests/unit/sandbox/test_harness_hostile.py for the threat model."""
 
 CORRECT = "def add(a, b):\n    return a + b\n"
 WRONG = "def add(a, b):\n    return 0\n"

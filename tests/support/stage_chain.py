@@ -1,7 +1,7 @@
 """The stages `dvc repro <targets>` would run, run in this process: each stage's own entry point (`main([key])` of
 pipeline.build_data, .tokenizer, .train, .evaluate, .report, .figure), reading the params file as DVC's command
 does (CALM_PARAMS), in the order of the dependencies the stage maps declare (pipeline.params.stage_maps). What it leaves out is DVC itself
-(hashing, the lock, skipping what is up to date) and a Python process per stage: tests/test_pipeline_smoke.py
+(hashing, the lock, skipping what is up to date) and a Python process per stage: tests/e2e/test_pipeline_smoke.py
 proves that wiring once.
 """
 from __future__ import annotations

@@ -50,7 +50,7 @@ def assert_paper_preset_fails_offline_in_one_line(monkeypatch, tmp_path, world: 
         assert "\n" not in str(error.value) and model in str(error.value) and time.monotonic() - start < 5
     dump_params(compose_params([f"world=[{world}]", "preset=paper", "runtime=cpu"]), tmp_path / "params.yaml")
     env = dict(os.environ, CALM_PARAMS=str(tmp_path / "params.yaml"), HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
-               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     r = subprocess.run([sys.executable, "-m", "pipeline.tokenizer", world], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr

@@ -1,5 +1,5 @@
 """A toy world for the tests: copy a short string. It exists to show that a world is a module plus a conf/
-entry (tests/test_pipeline_smoke.py writes conf/world/copy.yaml into a copy of the repository)."""
+entry (tests/e2e/test_pipeline_smoke.py writes conf/world/copy.yaml into a copy of the repository)."""
 from pathlib import Path
 
 import numpy as np

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline import float_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROBE = ("import pipeline, torch, json, os; from pipeline import float_path; "
          "print(json.dumps({'capability': torch.backends.cpu.get_cpu_capability(), "
          "'record': float_path.describe(), 'mkl': os.environ.get('MKL_CBWR')}))")

@@ -12,7 +12,7 @@ from pipeline.errors import PipelineError
 from pipeline.params import (DIGEST_KEY, compose_params, dump_params, load_params, stage_maps, stages_file,
                              stages_text)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_params_yaml_equals_composed_conf():
@@ -214,7 +214,7 @@ def test_a_stage_dvc_runs_refuses_a_graph_made_from_other_params(tmp_path, monke
 
 def test_check_names_a_stale_stages_file(tmp_path):
     """`python -m pipeline.params --check` compares dvc_stages.yaml with conf/ too, byte for byte."""
-    from tests.fresh_repo import _copy_repo
+    from tests.support.fresh_repo import _copy_repo
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -253,7 +253,7 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     """Issue 29: a micro-preset `make params` + `dvc repro` rewrote the committed params.yaml, tables, metrics and
     dvc.lock entries. In a checkout whose dvc.lock git tracks, another preset now gets presets/<preset>/ (its own
     git repository, params.yaml, dvc.lock and outputs), and DVC's `-S preset=...` is refused there in one line."""
-    from tests.fresh_repo import _copy_repo
+    from tests.support.fresh_repo import _copy_repo
 
     repo = tmp_path / "repo"
     repo.mkdir()

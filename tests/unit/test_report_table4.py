@@ -10,7 +10,7 @@ import pytest
 from pipeline.params import compose_params
 from pipeline.report import build_table
 
-from fake_runs import write_fake_run
+from tests.support.fake_runs import write_fake_run
 
 WORLD = "code"
 SETS = ("cc_test", "t2c_test", "c2t_test", "cc_stdlib_test")

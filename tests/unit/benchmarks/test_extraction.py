@@ -12,7 +12,7 @@ from pipeline.benchmarks.extraction import (CONVENTIONS, LANGUAGES, extract_numb
 from pipeline.benchmarks.tasks import EvalItem, MGSMTask
 from pipeline.scoring import get_metric
 
-SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared" / "benchmarks").resolve()
 
 NNBSP, NBSP = "\u202f", "\u00a0"
 

@@ -9,7 +9,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from pipeline.benchmarks.__main__ import main
 
-SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared" / "benchmarks").resolve()
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(),
                                 reason=f"real benchmark copies not found at {SHARED}")
 

@@ -10,7 +10,7 @@ import pytest
 from pipeline.benchmarks.config import load_benchmark_config
 from pipeline.benchmarks.tasks import build_task, resolve_local_path
 
-SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared" / "benchmarks").resolve()
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(),
                                 reason=f"real benchmark copies not found at {SHARED}")
 

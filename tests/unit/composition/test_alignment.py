@@ -1,5 +1,6 @@
 """Composing models whose tokenizers differ (pipeline/composition/alignment.py), with two real byte-level BPE
-tokenizers, SmolLM2's and Qwen2.5's (tests/real_tokenizers.py), and tiny random bodies with their vocabulary sizes.
+tokenizers, SmolLM2's and Qwen2.5's (tests/support/real_tokenizers.py), and tiny random bodies with their vocabulary
+sizes.
 
 Proved here, on code and multilingual text (non-Latin scripts, emoji, combining marks, CRLF, ChatML), each way round:
 the mA tokens visible to an anchor token are the same whether mA tokenizes the text up to it or the whole text;
@@ -17,10 +18,11 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-import real_tokenizers
+from tests.support import real_tokenizers
 import torch
-from tiny_models import assert_text_after_each_cut_leaves_earlier_logits, randomize_composition, tiny_model
-from user_errors import one_line_error
+from tests.support.tiny_models import (assert_text_after_each_cut_leaves_earlier_logits, randomize_composition,
+                                       tiny_model)
+from tests.support.user_errors import one_line_error
 
 from pipeline.composition import (
     CALMForCausalLM,

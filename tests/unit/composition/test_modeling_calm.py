@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from tiny_models import FAMILIES, VOCAB, randomize_composition, tiny_model
+from tests.support.tiny_models import FAMILIES, VOCAB, randomize_composition, tiny_model
 
 from pipeline.composition import (
     CALMForCausalLM,

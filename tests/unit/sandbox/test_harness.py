@@ -13,7 +13,7 @@ from pipeline.benchmarks.errors import SandboxError
 from pipeline.sandbox.harness import (SandboxLimits, isolation_level, limits_from_config,
                                          run_program, run_programs)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 FAST = SandboxLimits(timeout_s=3.0)
 
 needs_full_isolation = pytest.mark.skipif(
@@ -133,7 +133,7 @@ def test_cannot_write_or_delete_outside_its_directory(tmp_path):
         # Writing into /tmp "works" for the program, but into its private tmpfs only.
         run_program(f"open({str(host_tmp_file)!r}, 'w').write('pwned')\n", "", FAST)
         assert victim.read_bytes() == before and victim.stat().st_mtime_ns == stamp
-        assert (REPO_ROOT / "tests" / "test_sandbox.py").exists()
+        assert (REPO_ROOT / "tests" / "unit" / "sandbox" / "test_harness.py").exists()
         assert host_tmp_file.read_text() == "keep me"
         # Writing inside its own working directory is allowed (programs may use files).
         assert run_program("open('scratch.txt', 'w').write('ok')\n",

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.sandbox.harness import SandboxLimits, run_program, run_programs
-from sandbox_attacks import (CALLBACK_CORRECT, CALLBACK_TESTS, CORRECT, HUMANEVAL_TESTS,
+from tests.support.sandbox_attacks import (CALLBACK_CORRECT, CALLBACK_TESTS, CORRECT, HUMANEVAL_TESTS,
                              MBPP_TESTS, jobs)
 
 LIMITS = SandboxLimits(timeout_s=4.0)
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_hostile_battery_scores_zero_and_the_correct_solution_one():
@@ -80,7 +80,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from pipeline.sandbox.harness import run_programs, isolation_level, SandboxLimits
 assert isolation_level() == "reduced", isolation_level()
-sys.path.insert(0, sys.argv[1] + "/tests")
+sys.path.insert(0, sys.argv[1] + "/tests/support")
 import sandbox_attacks as battery
 jobs, names = battery.jobs()
 controls = [(battery.CORRECT, battery.MBPP_TESTS), (battery.CORRECT, battery.HUMANEVAL_TESTS),
@@ -113,7 +113,7 @@ def test_reduced_mode_without_root_gives_the_same_verdicts():
 def _run_battery_as_nobody(folder):
     copy = folder / "repo"
     for part in ("pipeline/__init__.py", "pipeline/float_path.py", "pipeline/errors.py", "pipeline/benchmarks",
-                 "pipeline/sandbox", "tests/sandbox_attacks.py"):
+                 "pipeline/sandbox", "tests/support/sandbox_attacks.py"):
         source = REPO_ROOT / part
         target = copy / part
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -10,12 +10,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from toy_worlds import conf_with_world
+from tests.support.toy_worlds import conf_with_world
 
 from pipeline.errors import PipelineError, UserError
 from pipeline.params import compose_params
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +184,7 @@ def test_micro_batches_give_the_whole_batch_update(model_kind, tmp_path, monkeyp
     from pipeline.composition import CALMForCausalLM
     from pipeline.training.data import Collator
     from pipeline.training.trainer import run_trainer
-    from tests.tiny_models import tiny_model
+    from tests.support.tiny_models import tiny_model
 
     monkeypatch.setenv("WANDB_MODE", "disabled")
     dataset = _varied_rows(16)

@@ -21,7 +21,7 @@ from pipeline.worlds.code.dialect_rows import _mbpp_prompt_in_dialect
 from pipeline.worlds.code.evaluation import _wrong
 from pipeline.worlds.code.splits import _check
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 TRAINING = ["english_train", "code_train", "mb_code_train", "format_train", "composition_train"]
 EVALUATION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev", "c2t_test", "c2t_dev"]
 EXECUTION = ["cc_test", "cc_dev", "t2c_test", "t2c_dev", "cc_stdlib_test", "cc_stdlib_dev"]

@@ -14,7 +14,7 @@ import pytest
 from pipeline.errors import PipelineError
 from pipeline.worlds.code_dialect import BUILTINS, METHODS, Dialect, derangement, rename_identifiers
 
-SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared" / "benchmarks").resolve()
 DIALECT = Dialect.from_config({"seed": 0})
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.params import compose_params, dump_params
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 SCRIPT = ROOT / "experiments" / "table4" / "calibrate.py"
 
 
