@@ -7,6 +7,9 @@
   limit=N                       first N items (per language) for a quick run
   output_dir=DIR batch_size=N progress=true|false use_cache=true|false
 
+Under `torchrun --nproc_per_node N -m pipeline.benchmarks ...` (or `accelerate launch`) the N processes share the
+generation and write the files one process writes.
+
 The config is composed with Hydra (config group `benchmark` in conf/); errors are shown
 as one line.
 """
@@ -21,6 +24,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
+from pipeline import distributed
 from pipeline.benchmarks.config import REPO_ROOT
 from pipeline.benchmarks.errors import BenchmarkError
 from pipeline.errors import UserError
@@ -96,6 +100,7 @@ def main(argv: list[str]) -> int:
         config["batch_size"] = _positive_int(config, "batch_size")
         from pipeline.benchmarks.run import evaluate  # torch: slow, and not needed to refuse a config
 
+        distributed.start({"device": config["model"].get("device") or "cpu"})
         model, tokenizer, model_id = load_spec_model(config["model"])
         result = evaluate(config["benchmark"], model, tokenizer, model_id,
                           output_dir=config["output_dir"], limit=config["limit"],
@@ -105,6 +110,9 @@ def main(argv: list[str]) -> int:
         print(f"error: {str(error).splitlines()[0] if str(error) else type(error).__name__}",
               file=sys.stderr)
         return 2
+    distributed.finish()
+    if result is None:  # another process of a several-process run: the main process reports
+        return 0
     print(json.dumps({"benchmark": result["benchmark"], "metrics": result["metrics"],
                       "seconds": result["seconds"]}, indent=2))
     return 0

@@ -6,6 +6,10 @@ Outputs (in <output_dir>/<benchmark>/):
   generations_cache.jsonl completions by (model, prompt, settings): a re-run reuses them
 Both result files are written to a temporary name and renamed, so a file that exists is
 complete.
+
+Under several processes (`torchrun` or `accelerate launch` of `python -m pipeline.benchmarks`; pipeline/distributed.py)
+generation is shared between them by whole batches and gathered in the prompts' order; the main process alone
+scores, writes the cache and the result files, which are the files one process writes.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import json
 import time
 from pathlib import Path
 
+from pipeline import distributed
 from pipeline.benchmarks.errors import BenchmarkError
 from pipeline.io import atomic_write_text
 from pipeline.sandbox.harness import isolation_level
@@ -23,8 +28,9 @@ from pipeline.generation import GenerationCache, generate_and_score
 def evaluate(benchmark_config: dict, model, tokenizer, model_id: str, *,
              output_dir: str | Path, limit: int | None = None, batch_size: int = 8,
              data_root: str | Path | None = None, progress: bool = True,
-             use_cache: bool = True) -> dict:
-    """Run one benchmark end to end and return its metrics (also written to disk)."""
+             use_cache: bool = True) -> dict | None:
+    """Run one benchmark end to end and return its metrics (also written to disk); None on the other processes
+    of a several-process run, which only generate their share."""
     config = resolve_local_path(benchmark_config, data_root)
     task = build_task(config)
     name = config["name"]
@@ -43,12 +49,15 @@ def evaluate(benchmark_config: dict, model, tokenizer, model_id: str, *,
             return task.score(items, completions, progress=progress)
         return task.score(items, completions)
 
-    metrics, records = generate_and_score(
-        model, tokenizer, [item.prompt for item in items], score,
+    scored = generate_and_score(
+        model, tokenizer, [item.prompt for item in items], score, distribute=True,
         max_new_tokens=task.max_new_tokens, stop=task.stop, batch_size=batch_size,
         do_sample=bool(config.get("do_sample", False)), temperature=float(config.get("temperature", 1.0)),
         num_return_sequences=task.n_samples, seed=int(config.get("seed", 0)), cache=cache,
         progress=progress, desc=f"{name}: generating")
+    if scored is None:  # not the main process: its share is generated and gathered
+        return None
+    metrics, records = scored
     result = {
         "benchmark": name, "model": model_id, "limit": limit, "n_items": len(items),
         "metrics": metrics, "protocol": config,

@@ -388,3 +388,31 @@ def test_a_sharded_runtime_where_it_cannot_shard_is_one_line_before_anything_sta
     monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
     with pytest.raises(PipelineError, match="launched with an FSDP accelerate config but the runtime has no `fsdp`"):
         train(compose_params(["preset=micro"]), f"{WORLD}/calm")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "benchmarks").is_dir(), reason="needs the real benchmark copies")
+def test_the_benchmark_runner_shared_by_two_processes_writes_the_one_process_files(tmp_path):
+    """`python -m pipeline.benchmarks` under torchrun: 2 processes share the generation (whole batches, gathered in
+    order) and the main process alone scores and writes: the predictions and the cache are byte for byte one
+    process's, the metrics the same but for their timings."""
+    from tests.support.tiny_models import save_tiny_checkpoint
+
+    save_tiny_checkpoint(tmp_path / "model")
+    outputs = {}
+    for n in (1, 2):
+        out = tmp_path / f"out{n}"
+        r = _run(tmp_path, "-m", "pipeline.benchmarks", f"model.path={tmp_path / 'model'}", "benchmark=gsm8k",
+                 "limit=7", "batch_size=2", "benchmark.n_shots=1", "benchmark.max_new_tokens=6",
+                 f"data_root={ROOT.parent / 'shared' / 'benchmarks'}", f"output_dir={out}", "progress=false",
+                 processes=n)
+        assert r.returncode == 0, r.stderr[-3000:]
+        metrics = json.loads((out / "gsm8k" / "metrics.json").read_text())
+        metrics.pop("seconds")
+        outputs[n] = (metrics, (out / "gsm8k" / "predictions.jsonl").read_bytes(),
+                      (out / "gsm8k" / "generations_cache.jsonl").read_bytes())
+        assert sorted(p.name for p in (out / "gsm8k").iterdir()) == ["generations_cache.jsonl", "metrics.json",
+                                                                     "predictions.jsonl"]
+    assert outputs[2] == outputs[1]
+    assert len(outputs[1][1].splitlines()) == 7  # 4 batches of 2: rank 0 takes 2 of them, rank 1 the other 2
+    assert r.stdout.count('"benchmark": "gsm8k"') == 1  # only the main process prints the result

@@ -75,3 +75,25 @@ def assert_text_after_each_cut_leaves_earlier_logits(calm, ids: list[int], other
         assert torch.equal(logits[0, : t + 1], logits[row, : t + 1]), f"text after token {t} changed its logits"
         assert not torch.equal(logits[0, t + 1 :], logits[row, t + 1 :])
     assert (logits - anchor_logits).abs().amax() > 1e-3  # mA's contribution is real
+
+
+def save_tiny_checkpoint(path) -> None:
+    """A 1-layer Llama with a byte-level BPE tokenizer (300 ids) trained on a few lines, saved as a Hugging Face
+    checkpoint: what `python -m pipeline.benchmarks model.path=...` loads in the tests."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE(unk_token=None))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.train_from_iterator(["def f(x):\n    return x\n", "The answer is 5."] * 10,
+                                trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"],
+                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<eos>")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16384,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id))
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)

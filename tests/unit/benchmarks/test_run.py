@@ -3,11 +3,9 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from pipeline.benchmarks.__main__ import main
+from tests.support.tiny_models import save_tiny_checkpoint
 
 SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared" / "benchmarks").resolve()
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(),
@@ -16,21 +14,8 @@ pytestmark = pytest.mark.skipif(not SHARED.is_dir(),
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    backend = Tokenizer(models.BPE(unk_token=None))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    backend.train_from_iterator(["def f(x):\n    return x\n", "The answer is 5."] * 10,
-                                trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"],
-                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<eos>")
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16384,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id))
     path = tmp_path_factory.mktemp("tiny_model")
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    save_tiny_checkpoint(path)
     return path
 
 
