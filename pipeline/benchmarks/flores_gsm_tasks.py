@@ -25,6 +25,15 @@ FLORES_LANGUAGE_NAMES = {
 
 # --- FLORES-200 ------------------------------------------------------------------------
 
+def flores_prompt(source_name: str, target_name: str, exemplars: list[tuple[str, str]], sentence: str) -> str:
+    """The few-shot translation prompt: an instruction line, each exemplar as a "<source name>: ..." line and a
+    "<target name>: ..." line followed by a blank line, then the sentence and "<target name>:" for the model to
+    complete (its answer ends at the first newline)."""
+    header = f"Translate the following sentences from {source_name} to {target_name}.\n\n"
+    context = "".join(f"{source_name}: {source}\n{target_name}: {target}\n\n" for source, target in exemplars)
+    return f"{header}{context}{source_name}: {sentence}\n{target_name}:"
+
+
 class FloresTask(Task):
     """XX->English translation, few-shot, corpus chrF (beta=1 and beta=2).
 
@@ -52,15 +61,13 @@ class FloresTask(Task):
             name = FLORES_LANGUAGE_NAMES.get(language, language)
             shots = _exemplar_indices(len(sources), int(config["n_shots"]),
                                       int(config["exemplar_seed"]))
-            header = f"Translate the following sentences from {name} to {target_name}.\n\n"
-            context = "".join(f"{name}: {sources[i]}\n{target_name}: {references[i]}\n\n"
-                              for i in shots)
+            exemplars = [(sources[i], references[i]) for i in shots]
             excluded = set(shots)
             for index, sentence in enumerate(sources):
                 if index not in excluded:
                     items.append(EvalItem(
                         id=f"{language}-{index}", group=language, reference=references[index],
-                        prompt=f"{header}{context}{name}: {sentence}\n{target_name}:"))
+                        prompt=flores_prompt(name, target_name, exemplars, sentence)))
         return _limit_per_group(items, limit)
 
     def postprocess(self, completion):
