@@ -16,7 +16,7 @@ and `copied source` (the source sentence itself as the answer). Also each tokeni
 
     nice -n 10 env CALM_THREADS=1 python experiments/table2_xtok/premise.py [--dev-lines 24] \
         [--models gemma,smollm2] [--languages pol_Latn,...]
-    ... premise.py --markdown     # the table of docs/results-table2-xtok.md, from the JSON
+    ... premise.py --markdown [--bootstrap 1000]   # the table of docs/results-table2-xtok.md, from the JSON
 
 Writes reports/languages_xtok/premise/premise.json (figures, completions, seconds), after each language; a rerun
 with the same settings keeps the languages already done. One thread: CPU seconds are the cost a build pays.
@@ -137,12 +137,43 @@ def run_model(key: str, languages: list[str], texts: dict, lines: list[int], rec
     del model
 
 
-def markdown(record: dict) -> str:
+def paired_intervals(record: dict, samples: int, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Per language, the 2.5th and 97.5th percentiles of chrF1(Gemma) - chrF1(SmolLM2) over `samples` resamples of
+    the dev sentences with replacement (the same resample for both models: a paired bootstrap). chrF1 as the
+    project's metric computes it (pipeline/benchmarks/metrics/chrf: sacrebleu's CHRF(beta=1), corpus level), called
+    directly because the resamples need thousands of scores."""
+    import random
+
+    from sacrebleu.metrics import CHRF
+
+    from pipeline.benchmarks.data import load_flores
+    from pipeline.worlds.languages_xtok.flores_lines import TARGET
+
+    english, lines, chrf1 = load_flores(TARGET, local_dir=FLORES_DIR, hub_id=None), record["settings"]["dev_lines"], CHRF(beta=1)
+    out = {}
+    for language in record["settings"]["languages"]:
+        answers = [record["models"][k]["languages"][language]["completions"] for k in ("gemma", "smollm2")]
+        ids = [f"{language}-{i}" for i in lines]
+        rng, differences = random.Random(seed), []
+        for _ in range(samples):
+            pick = [rng.randrange(len(ids)) for _ in ids]
+            refs = [[english[lines[j]] for j in pick]]
+            gemma, smollm2 = ([a[ids[j]] for j in pick] for a in answers)
+            differences.append(chrf1.corpus_score(gemma, refs).score - chrf1.corpus_score(smollm2, refs).score)
+        differences.sort()
+        out[language] = (differences[int(0.025 * samples)], differences[int(0.975 * samples) - 1])
+    return out
+
+
+def markdown(record: dict, samples: int = 0) -> str:
     from pipeline.benchmarks.flores_gsm_tasks import FLORES_LANGUAGE_NAMES
 
     models = [k for k in ("gemma", "smollm2") if k in record["models"]]
     floors_ = record["floors"]
+    intervals = paired_intervals(record, samples) if samples and len(models) == 2 else {}
     head = ["language"] + [f"{LABELS[k]} chrF1 / chrF2" for k in models] + ["copied source chrF1", "Gemma - SmolLM2"]
+    if intervals:
+        head.append(f"paired bootstrap 95% ({samples} resamples)")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     sums: dict = {k: [] for k in models}
     for language in record["settings"]["languages"]:
@@ -155,15 +186,20 @@ def markdown(record: dict) -> str:
                 sums[k].append(fig["chrf1"])
         cells.append(f"{floors_['copied_source'][language]['chrf1']:.1f}")
         cells.append(f"{ones['gemma'] - ones['smollm2']:+.1f}" if len(ones) == 2 else "-")
+        if intervals:
+            low, high = intervals[language]
+            cells.append(f"{low:+.1f} to {high:+.1f}")
         out.append("| " + " | ".join(cells) + " |")
     means = [f"**{sum(v) / len(v):.1f}**" if v else "-" for v in sums.values()]
     copied = [floors_["copied_source"][lang]["chrf1"] for lang in record["settings"]["languages"]]
     diff = (f"{sum(sums['gemma']) / len(sums['gemma']) - sum(sums['smollm2']) / len(sums['smollm2']):+.1f}"
             if all(sums.get(k) for k in ("gemma", "smollm2")) else "-")
-    out.append("| mean of the languages | " + " | ".join(means) + f" | {sum(copied) / len(copied):.1f} | {diff} |")
+    blank = " |" if intervals else ""
+    out.append("| mean of the languages | " + " | ".join(means) + f" | {sum(copied) / len(copied):.1f} | {diff} |"
+               + blank)
     u = floors_["unrelated_english"]
-    out.append(f"| floor: unrelated English (every language) | " + " | ".join(
-        f"{u['chrf1']:.1f} / {u['chrf2']:.1f}" for _ in models) + " | | |")
+    out.append("| floor: unrelated English (every language) | " + " | ".join(
+        f"{u['chrf1']:.1f} / {u['chrf2']:.1f}" for _ in models) + " | | |" + blank)
     return "\n".join(out)
 
 
@@ -174,10 +210,14 @@ def main() -> None:
     p.add_argument("--languages", default=None, help="comma-separated FLORES codes (default: the world's 13)")
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--markdown", action="store_true", help="print the table from the JSON and stop")
+    p.add_argument("--bootstrap", type=int, default=0, help="with --markdown: a paired bootstrap interval of Gemma - "
+                   "SmolLM2 per language, over this many resamples of the dev sentences")
     args = p.parse_args()
     out = Path(args.out)
     if args.markdown:
-        print(markdown(json.loads(out.read_text())))
+        if not out.exists():
+            raise SystemExit(f"{out} does not exist: run the measurement first (without --markdown)")
+        print(markdown(json.loads(out.read_text()), args.bootstrap))
         return
 
     from pipeline.training.trainer import set_threads
