@@ -261,4 +261,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from pipeline.errors import UserError
+
+    try:
+        main()
+    except UserError as error:   # bad input or a missing package: its one line, no traceback
+        raise SystemExit(str(error)) from None
