@@ -9,7 +9,7 @@ import pytest
 from pipeline.errors import PipelineError
 from pipeline.worlds.languages_xtok import flores_lines, udhr
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 UDHR = ROOT / udhr.DEFAULT_DIR
 FLORES = (ROOT / ".." / "shared" / "benchmarks" / "flores200").resolve()
 needs_udhr = pytest.mark.skipif(not (UDHR / "package.json").is_file(),
