@@ -170,9 +170,11 @@ def floors(rows: list[dict], texts: dict) -> dict:
 
 
 def _count(cfg: dict, key: str) -> int | None:
-    n = (cfg.get("flores") or {}).get(key)
-    if n is not None and (not isinstance(n, int) or n <= 0):
-        raise PipelineError(f"languages_xtok: flores.{key} must be a positive number of sentences or null (all), not {n!r}")
+    """flores.test (at least 2: the unrelated-English floor pairs each reference with another test line's English)
+    or flores.dev; None = every line of the slice."""
+    n, least = (cfg.get("flores") or {}).get(key), 2 if key == "test" else 1
+    if n is not None and (not isinstance(n, int) or n < least):
+        raise PipelineError(f"languages_xtok: flores.{key} must be a number of sentences >= {least} or null (all), not {n!r}")
     return n
 
 

@@ -123,7 +123,7 @@ def test_the_floors_are_sacrebleu_on_answers_no_model_gives(built):
     ({"composition": {"layout": "five_shot"}}, "composition.layout must be one of"),
     ({"composition": {"max_row_chars": -3}}, "max_row_chars must be a positive integer"),
     ({"flores": {"test": 10_000, "dev": 1}}, "FLORES test subset: 10000 sentences asked"),
-    ({"flores": {"test": 0, "dev": 1}}, "flores.test must be a positive number"),
+    ({"flores": {"test": 1, "dev": 1}}, "flores.test must be a number of sentences >= 2"),
     ({"languages": ["deu_Latn"]}, "languages must be distinct codes"),
     ({"english": {"replay": 1, "bpb_prose": 0}}, "english must be"),
     ({"udhr_dir": "/nonexistent/udhr"}, "run `make udhr`"),
