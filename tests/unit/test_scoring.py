@@ -74,3 +74,37 @@ def test_pass_at_k_renames_completions_back_when_the_row_says_how():
     assert "restored" not in score(CODE_ROWS, [[r["target"]] for r in CODE_ROWS], {})[1][0]
     with pytest.raises(PipelineError, match="rename_back"):
         score([dict(row, rename_back=["max"])], [["x"]], {})
+
+
+def test_bits_per_byte_context_token_list_takes_the_first_the_tokenizer_has():
+    """A set read by models of different tokenizers names each one's document start: the first token of the list
+    that the model's tokenizer has (here a word-level toy vocabulary); none of them is one line."""
+    import math
+
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from pipeline.scoring import text_bits
+
+    vocab = {"<unk>": 0, "<bos>": 1, "a": 2, "b": 3}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", bos_token="<bos>")
+
+    class Recorder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+            self.seen = None
+
+        def forward(self, input_ids):
+            self.seen = input_ids[0].tolist()
+            return type("Out", (), {"logits": torch.zeros(*input_ids.shape, len(vocab))})()
+
+    model = Recorder()
+    bits, n = text_bits(model, tokenizer, "a b a", ["<|endoftext|>", "<bos>"])
+    assert model.seen == [1, 2, 3, 2] and n == 3 and bits == pytest.approx(3 * math.log2(len(vocab)))
+    with pytest.raises(PipelineError) as error:
+        text_bits(model, tokenizer, "a b", ["<|endoftext|>", "<eos>"])
+    assert "none of the context_tokens" in str(error.value) and "\n" not in str(error.value)
