@@ -333,9 +333,10 @@ def test_real_model_worlds_are_a_pipeline_of_their_own_that_a_bare_repro_never_b
     main = {s.name for s in stages if s.path_in_repo == "dvc.yaml"}
     real = {s.name: s for s in stages if s.path_in_repo == "real/dvc.yaml"}
     real_worlds = set(load_params(ROOT / "real" / "params.yaml")["worlds"])
-    assert real_worlds == {"code_real", "languages_real", "code_xtok"}
+    assert real_worlds == {"code_real", "languages_real", "code_xtok", "languages_xtok"}
     assert not {n for n in main if any(w in n for w in real_worlds)} and "report@table1" in main
-    assert {f"report@{t}" for t in ("table2_real", "table3_real", "table4_real", "table4_xtok")} <= set(real)
+    assert {f"report@{t}" for t in ("table2_real", "table3_real", "table4_real", "table4_xtok", "table2_xtok")} <= set(real)
+    assert "figure@figure2_xtok" in real
     calm = real["train@code_real/calm"]
     assert Path(calm.wdir) == ROOT and calm.cmd.startswith("CALM_PARAMS=real/params.yaml ")
     params_files = {d.def_path for d in calm.deps if type(d).__name__ == "ParamsDependency"}
@@ -438,7 +439,7 @@ def test_architectures_live_only_in_conf_model_and_each_is_used():
                 selected.add(text.split(": ")[1])
     assert not inline, f"architectures written inline (name one of conf/model/ instead): {inline}"
     assert selected == set(model_files), f"unused: {set(model_files) - selected}; missing: {selected - set(model_files)}"
-    real = "world=[code_real,languages_real,code_xtok]"  # conf/real.yaml's worlds
+    real = "world=[code_real,languages_real,code_xtok,languages_xtok]"  # conf/real.yaml's worlds
     for overrides in (["preset=micro"], ["preset=cpu"], ["preset=paper"], ["preset=micro", real], ["preset=cpu", real]):
         for world, w in compose_params(overrides)["worlds"].items():  # each arch that composes is one named file
             for name, model in w["models"].items():
