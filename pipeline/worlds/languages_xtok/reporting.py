@@ -3,7 +3,7 @@ holds, and the two floors per language (answers no model gives: unrelated Englis
 reader sees which chrF1 figures are above chance."""
 from __future__ import annotations
 
-from pipeline.worlds.languages_xtok import flores_lines
+import pipeline.worlds.languages_xtok.flores_lines as flores_lines
 
 
 def _mean(values) -> float:

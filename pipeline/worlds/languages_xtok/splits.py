@@ -16,8 +16,8 @@ questions (English prose).
 
 The summary holds the two floors of flores_test (no model): `unrelated English` (each reference scored against
 the next test line's English) and `copied source` (each source sentence as its own answer), corpus chrF1 and chrF2
-per language through pipeline.scoring.chrf. `eval_seed` draws the English prose; `seed` is unused (the splits do
-not depend on it).
+per language with sacrebleu (pipeline.benchmarks.metrics, as the chrf metric scores). `eval_seed` draws the
+English prose; `seed` is unused (the splits do not depend on it).
 """
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_write_jsonl
-from pipeline.worlds.languages_xtok import flores_lines, udhr
+import pipeline.worlds.languages_xtok.flores_lines as flores_lines
+import pipeline.worlds.languages_xtok.udhr as udhr
 
 LAYOUTS = ("zero_shot", "two_shot")
 
@@ -154,8 +155,9 @@ def floors(rows: list[dict], texts: dict) -> dict:
     """chrF of two answers no model gives, per language of `rows` (flores_test): `unrelated_english` scores each
     reference against the English of the next row's line (the last against the first), `copied_source` against the
     source sentence itself."""
-    from pipeline.scoring import chrf
+    from pipeline.benchmarks.metrics import load_metric
 
+    chrf = load_metric("chrf")   # sacrebleu's corpus chrF, as pipeline.scoring's chrf metric computes it
     english, out = texts[flores_lines.TARGET], {}
     for name, answer in (("unrelated_english", None), ("copied_source", "source")):
         per = {}
@@ -163,8 +165,8 @@ def floors(rows: list[dict], texts: dict) -> dict:
             mine = [r for r in rows if r["group"] == x]
             answers = ([english[mine[(k + 1) % len(mine)]["line"]] for k in range(len(mine))] if answer is None
                        else [r["source"] for r in mine])
-            summary, _ = chrf(mine, [[a] for a in answers], {})
-            per[x] = {"chrf1": summary["score"], "chrf2": summary["chrf2"]}
+            scores = chrf.compute(predictions=[a.strip() for a in answers], references=[r["target"].strip() for r in mine])
+            per[x] = {"chrf1": round(scores["chrf1"], 2), "chrf2": round(scores["chrf2"], 2)}
         out[name] = per
     return out
 
