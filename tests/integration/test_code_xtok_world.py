@@ -86,20 +86,12 @@ def test_bits_per_byte_counts_utf8_bytes_and_every_token_after_the_context():
 
 def _stand_ins(tmp: Path) -> dict:
     """Tiny random Llamas on SmolLM2's tokenizer (mB) and on Qwen2.5's (mA), saved with them as local model folders."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from tests.support.tiny_models import save_tiny_llama_for
 
     out = {}
     for name, tokenizer, width, layers, seed in (("smollm2", real_tokenizers.smollm2_tokenizer(), 48, 2, 0),
                                                  ("qwen", real_tokenizers.qwen_tokenizer(), 32, 2, 1)):
-        torch.manual_seed(seed)
-        config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
-                             num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=1,
-                             max_position_embeddings=4096, tie_word_embeddings=True,
-                             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-        folder = tmp / name
-        LlamaForCausalLM(config).save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-        out[name] = folder
+        out[name] = save_tiny_llama_for(tokenizer, tmp / name, width, layers, seed)
     return out
 
 

@@ -54,20 +54,12 @@ def test_languages_xtok_names_two_real_models_on_their_own_tokenizers_and_its_ow
 
 def _stand_ins(tmp: Path) -> dict:
     """Tiny random Llamas on SmolLM2's tokenizer (mB) and on Gemma 3's (mA), saved with them as local model folders."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from tests.support.tiny_models import save_tiny_llama_for
 
     out = {}
     for name, tokenizer, width, seed in (("smollm2", real_tokenizers.smollm2_tokenizer(), 48, 0),
                                          ("gemma", real_tokenizers.gemma_tokenizer(), 32, 1)):
-        torch.manual_seed(seed)
-        config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
-                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                             max_position_embeddings=4096, tie_word_embeddings=True,
-                             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-        folder = tmp / name
-        LlamaForCausalLM(config).save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-        out[name] = folder
+        out[name] = save_tiny_llama_for(tokenizer, tmp / name, width, seed=seed)
     return out
 
 

@@ -97,3 +97,16 @@ def save_tiny_checkpoint(path) -> None:
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id))
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+
+
+def save_tiny_llama_for(tokenizer, folder, width: int, layers: int = 2, seed: int = 0):
+    """A tiny random Llama over a real tokenizer's whole vocabulary, saved with that tokenizer: the stand-in for a
+    hub model in the cross-tokenizer worlds' chains (each base keeps its own tokenizer)."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
+                         num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=1,
+                         max_position_embeddings=4096, tie_word_embeddings=True,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
