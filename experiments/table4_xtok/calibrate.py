@@ -80,7 +80,7 @@ def eval_sets() -> dict[str, list[dict]]:
     return sets
 
 
-MBPP_TRAIN_IDS = range(601, 975)  # MBPP's train split (Austin et al. 2021): the split made for fine-tuning
+from pipeline.benchmarks.data import MBPP_TRAIN_IDS  # noqa: E402  (MBPP's train split: the split made for fine-tuning)
 MBPP_TRAIN_STEM = "dc_mbpp_train"
 
 

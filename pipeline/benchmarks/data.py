@@ -29,9 +29,11 @@ from typing import Callable
 from pipeline.benchmarks.errors import BenchmarkError, DataUnavailableError
 from pipeline.hub import hub_reachable
 
-# MBPP splits by task id (Austin et al. 2021): the test split and the few-shot prompt split.
+# MBPP splits by task id (Austin et al. 2021): the test split, the few-shot prompt split, and the train split (the
+# one its authors made for fine-tuning)
 MBPP_TEST_IDS = range(11, 511)
 MBPP_PROMPT_IDS = range(1, 11)
+MBPP_TRAIN_IDS = range(601, 975)
 
 MGSM_LANGUAGES = ("bn", "de", "es", "fr", "ja", "ru", "sw", "te", "th", "zh", "en")
 CODEXGLUE_LANGUAGES = ("go", "java", "javascript", "php", "python", "ruby")

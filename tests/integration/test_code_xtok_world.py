@@ -135,13 +135,21 @@ def test_code_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute(tmp_
     assert [r["target"] for r in rows["bpb_code_test"]] == [r["program_prefix"] + r["target"] for r in rows["cc_test"] + rows["t2c_test"]]
     assert all(r["prompt"] == "" for r in rows["bpb_code_test"] + rows["bpb_prose_test"])
     assert len(rows["bpb_prose_test"]) == 4 and not {r["target"] for r in rows["bpb_prose_test"]} & {r["target"] for r in rows["english_train"]}
-    # D_C: real stdlib functions only, half in HumanEval's layout (signature + docstring -> the rest of the body)
-    tasks = {r["task"] for r in rows["composition_train"]}
-    assert tasks == {"cc_doc", "code"} and summary["code_train_sources"] == {"stdlib": summary["files"]["code_train"]["rows"]}
-    for r in (r for r in rows["composition_train"] if r["task"] == "cc_doc"):
-        function = ast.parse(r["prompt"] + r["target"]).body[0]   # one function: its docstring ends the prompt
-        assert ast.get_docstring(function) and len(r["prompt"].splitlines()) == function.body[0].end_lineno
-        assert r["target"].strip() and len(function.body) >= 2
+    # D_C: MBPP's train split in the test prompts' layout (0-shot), none a near copy of an evaluated item: checked
+    # here against the MBPP file by its own route (the items' code as token sets, not the world's n-gram index)
+    mbpp = {r["task_id"]: r for r in map(json.loads, (BENCHMARKS / "mbpp" / "mbpp.jsonl").read_text().splitlines())}
+    dc, dropped = rows["composition_train"], summary["composition"]["near_copies_dropped"]
+    assert summary["composition"]["source"] == "mbpp_train" and len(dc) + len(dropped) == 374 and 0 < len(dropped) < 60
+    for r in dc:
+        task = mbpp[int(r["id"].split("/")[1])]
+        assert 601 <= task["task_id"] <= 974 and r["task"] == "t2c"
+        assert r["prompt"].endswith("\n[BEGIN]\n") and task["text"] in r["prompt"] and task["test_list"][0] in r["prompt"]
+        assert r["target"] == task["code"].replace("\r\n", "\n").strip("\n") + "\n[DONE]"
+        ast.parse(r["target"].removesuffix("[DONE]"))   # each row's answer is the reference program
+    evaluated = [" ".join(mbpp[i]["code"].split()) for i in range(1, 511)]
+    assert not {" ".join(r["target"].removesuffix("\n[DONE]").split()) for r in dc} & set(evaluated)   # no verbatim copy
+    harmonic = next(i for i in range(601, 975) if mbpp[i]["code"].split() == mbpp[248]["code"].split())   # a known one
+    assert any(d.startswith(f"mbpp-train/{harmonic} ") for d in dropped)
     assert summary["benchmark_sets"]["cc_dev"]["offset"] == 3 and "bits_per_byte_sets" in summary
 
     for model in ("mA", "mB", "calm", "lora", "skyline"):

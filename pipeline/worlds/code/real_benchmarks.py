@@ -1,5 +1,6 @@
 """The code world's test sets under `eval_sets: benchmarks`: HumanEval, MBPP and CodeXGLUE rows from the
-benchmark files, and the texts scored for bits per byte (`bits_per_byte`)."""
+benchmark files, the texts scored for bits per byte (`bits_per_byte`), and a D_C drawn from a benchmark's own
+training split (`composition.source`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -105,3 +106,43 @@ def bits_per_byte_sets(cfg: dict, real: dict[str, list[dict]], english_pool: dic
         out["bpb_prose_test"] = [{"prompt": "", "target": pool[i], "id": f"gsm8k-train-question:{i}",
                                   "group": "english_prose", "task": "bpb_prose"} for i in picked]
     return out
+
+
+# composition.source: where D_C comes from. code_train: the paper's D_C, task rows over a share of mA's code data
+# (splits.build draws it); mbpp_train: MBPP's train split, the split its authors made for fine-tuning
+COMPOSITION_SOURCES = ("code_train", "mbpp_train")
+
+
+def mbpp_train_rows(cfg: dict) -> tuple[list[dict], list[str]]:
+    """D_C = MBPP's train split (task_id 601-974) in the layout of the MBPP test prompts, 0-shot: the task, its tests
+    and [BEGIN] -> the reference code and [DONE]. A row whose code near-copies an item the world evaluates
+    (HumanEval, MBPP's prompt and test splits: `near_copy`'s code n-grams) is dropped. Returns (rows, the dropped
+    rows' ids with the item each copies)."""
+    from pipeline.benchmarks import data as benchmark_data
+    from pipeline.benchmarks.code_tasks import _mbpp_prompt_block, _normalise_newlines
+    from pipeline.worlds.code.near_copies import NearCopyIndex, benchmark_paths, code_tokens, load_benchmarks
+
+    tasks = benchmark_data.load_mbpp(local_dir=str(benchmark_paths(cfg)["mbpp"]), hub_id=None)
+    missing = [i for i in benchmark_data.MBPP_TRAIN_IDS if i not in tasks]
+    if missing:
+        raise PipelineError(f"code world: composition.source mbpp_train: MBPP's file lacks {len(missing)} train tasks "
+                            f"(task_id {missing[0]}...); is it the full MBPP (974 tasks)?")
+    def is_evaluated(name: str) -> bool:
+        benchmark, _, key = name.partition(":")
+        return benchmark == "humaneval" or benchmark == "mbpp" and (
+            int(key) in benchmark_data.MBPP_TEST_IDS or int(key) in benchmark_data.MBPP_PROMPT_IDS)
+
+    evaluated = NearCopyIndex(int(cfg["near_copy"]["code_ngram"]), float(cfg["near_copy"]["code_threshold"]))
+    for name, text, language in load_benchmarks(cfg)["code"]:
+        if is_evaluated(name):
+            evaluated.add(name, code_tokens(text, language))
+    rows, dropped = [], []
+    for i in benchmark_data.MBPP_TRAIN_IDS:
+        code = _normalise_newlines(tasks[i]["code"]).strip("\n")
+        hit = evaluated.hit(code_tokens(code))
+        if hit:
+            dropped.append(f"mbpp-train/{i} ~ {hit}")
+            continue
+        rows.append({"prompt": _mbpp_prompt_block(tasks[i]), "target": code + "\n[DONE]", "task": "t2c",
+                     "id": f"mbpp-train/{i}"})
+    return rows, dropped

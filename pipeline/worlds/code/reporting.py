@@ -75,6 +75,11 @@ def _task_lines(summary: dict) -> list[str]:
 def _composition_line(summary: dict, of: str) -> str:
     """What D_C holds: its share of the code data, as task rows (the four formats) and/or plain code."""
     c = summary["composition"]
+    if c.get("source") == "mbpp_train":
+        return (f"D_C = MBPP's train split (task_id 601-974, the split its authors made for fine-tuning), "
+                f"{c['tasks'].get('t2c', 0)} tasks in the MBPP test prompts' layout, 0-shot (task, tests, [BEGIN] -> "
+                f"reference code, [DONE]); {len(c['near_copies_dropped'])} dropped as near copies of an evaluated "
+                f"item. A benchmark's training split, not code no benchmark holds: no test or dev item is among them.")
     tasks = c.get("tasks", {})
     plain = tasks.get("code", 0)
     formats = {t: n for t, n in tasks.items() if t != "code"}

@@ -14,7 +14,8 @@ from pipeline.io import atomic_write_json, atomic_write_jsonl
 from pipeline.worlds.code.corpus import printable
 from pipeline.worlds.code.dialect_rows import _dialect, _files_in_dialect
 from pipeline.worlds.code.evaluation import _eval_key, _evaluation_side
-from pipeline.worlds.code.real_benchmarks import benchmark_sets, bits_per_byte_sets
+from pipeline.worlds.code.real_benchmarks import (COMPOSITION_SOURCES, benchmark_sets, bits_per_byte_sets,
+                                                 mbpp_train_rows)
 from pipeline.worlds.code.tasks import (BENCHMARK_DEV_SETS, BENCHMARK_SETS, COMPOSITION_TASKS, EVAL_SET_MODES,
                                         EVALUATION_METRICS, MODEL_DATA, TASKS, WORLD, _rng, vocabulary)
 from pipeline.worlds.code.training_rows import _plain_row, _synth_training, _task_row
@@ -43,6 +44,10 @@ def _check(cfg: dict) -> None:
             or sum(float(v) for v in tasks.values()) <= 0:
         raise PipelineError(f"code world: composition.tasks must give non-negative shares of {COMPOSITION_TASKS}, "
                             f"got {tasks}")
+    source = cfg["composition"].get("source", "code_train")
+    if source not in COMPOSITION_SOURCES:
+        raise PipelineError(f"code world: composition.source must be one of {', '.join(COMPOSITION_SOURCES)}, "
+                            f"got {source!r}")
     mods = cfg.get("stdlib_modules")
     if mods is not None and (not isinstance(mods, list) or not mods or not all(isinstance(m, str) for m in mods)):
         raise PipelineError(f"code world: stdlib_modules must be null or a non-empty list of module names, got {mods!r}")
@@ -123,7 +128,9 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
 
     # D_C: task rows over code_train items until composition.fraction of code_train's characters
     comp = cfg["composition"]
-    shares = {t: float(v) for t, v in comp["tasks"].items() if float(v) > 0}
+    dc_source = comp.get("source", "code_train")
+    # (a benchmark's training split as D_C: no share of code_train is drawn, the loop below takes nothing)
+    shares = {t: float(v) for t, v in comp["tasks"].items() if float(v) > 0} if dc_source == "code_train" else {}
     budget = float(comp["fraction"]) * code_chars
     total_share = sum(shares.values())
     order = [items[i] for i in _rng(seed, "composition").permutation(len(items))]
@@ -146,6 +153,9 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         used_ids.add(r["id"])
         composition.append(r)
         spent[t] += len(r["prompt"]) + len(r["target"])
+    dropped_near_copies = []
+    if dc_source == "mbpp_train":
+        composition, dropped_near_copies = mbpp_train_rows(cfg)
 
     # format_train: per task, rows over items not used by D_C
     format_train = []
@@ -183,7 +193,9 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
     if dialect is not None:   # the rows drawn above, their Python renamed (the summary's figures stay the plain ones)
         files, dialect_summary = _files_in_dialect(files, set(evaluation), dialect)
     # the real benchmarks are for a pretrained tokenizer: the summary counts their rows outside the vocabulary
-    _assert_vocabulary({k: v for k, v in files.items() if k not in real and k not in scored_texts})
+    # (so is a D_C drawn from a benchmark's training split)
+    benchmark_text = set(real) | set(scored_texts) | ({"composition_train"} if dc_source != "code_train" else set())
+    _assert_vocabulary({k: v for k, v in files.items() if k not in benchmark_text})
     for name, rows in files.items():
         atomic_write_jsonl(out / f"{name}.jsonl", rows)
 
@@ -201,7 +213,8 @@ def build(cfg: dict, out_dir: str | Path, seed: int) -> dict:
         "code_train_sources": dict(sorted(Counter(r["source"] for r in code_train).items())),
         "composition": {"code_train_chars": code_chars, "chars": dc_chars,
                         "fraction_of_code_train": round(dc_chars / max(code_chars, 1), 4),
-                        "tasks": dict(sorted(Counter(r["task"] for r in composition).items()))},
+                        "tasks": dict(sorted(Counter(r["task"] for r in composition).items()))}
+        | ({"source": dc_source, "near_copies_dropped": dropped_near_copies} if dc_source != "code_train" else {}),
         "format_train_tasks": dict(sorted(Counter(r["task"] for r in format_train).items())),
         "english": english_info,
         "held_out": {"cc_stdlib_candidates": ev["cc_stdlib_candidates"], "c2t_pool": ev["c2t_pool"],

@@ -472,7 +472,8 @@ def test_bad_eval_sets_settings_fail_in_one_line(small_cfg, tmp_path):
                          ({"benchmark_limits": {"cc_test": 0}}, "benchmark_limits"),
                          ({"benchmark_limits": {"gsm8k": 3}}, "benchmark_limits"),
                          ({"benchmark_offsets": {"cc_test": -1}}, "benchmark_offsets"),
-                         ({"eval_sets": "benchmarks", "benchmark_offsets": {"cc_test": 164}}, "leaves no item")):
+                         ({"eval_sets": "benchmarks", "benchmark_offsets": {"cc_test": 164}}, "leaves no item"),
+                         ({"composition": {**small_cfg["composition"], "source": "mbpp_test"}}, "composition.source")):
         with pytest.raises(PipelineError) as e:
             world.build(dict(small_cfg, **patch), tmp_path, 0)
         assert words in str(e.value) and "\n" not in str(e.value)
