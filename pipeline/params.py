@@ -343,25 +343,30 @@ def is_published_workspace(root: Path) -> bool:
     return current == PUBLISHED_PRESET and _git(root, "ls-files", "--error-unmatch", "dvc.lock").returncode == 0
 
 
+def copy_checkout(root: Path, dst: Path, leave_out: tuple[str, ...] = ()) -> None:
+    """Copy the checkout's source files (git's tracked and untracked-not-ignored files) from `root` into `dst`,
+    leaving out every path that is or starts with one in `leave_out`; a left-out world's `sweeps/` folder is made
+    empty, since the report stages read it."""
+    listed = _git(root, "ls-files", "-co", "--exclude-standard", "-z")
+    if listed.returncode != 0:
+        raise PipelineError(f"cannot list the checkout's files in {root}: {listed.stderr.strip()}")
+    dst.mkdir(parents=True, exist_ok=True)
+    for rel in filter(None, listed.stdout.split("\0")):
+        src = root / rel
+        if any(rel == o or rel.startswith(o) for o in leave_out):
+            if "/sweeps/" in rel:  # the report stages read each world's sweep records: none yet, at this preset
+                (dst / rel.split("/sweeps/")[0] / "sweeps").mkdir(parents=True, exist_ok=True)
+            continue
+        if src.is_file():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / rel)
+
+
 def preset_workspace(root: Path, preset: str) -> Path:
     """presets/<preset>/ under `root`, made or refreshed: the checkout's source files copied over (outputs the
     workspace built are kept), without the published outputs (PUBLISHED_OUTPUTS)."""
-    listed = _git(root, "ls-files", "-co", "--exclude-standard", "-z")
-    if listed.returncode != 0:
-        raise PipelineError(f"cannot list the checkout's files for presets/{preset}/: {listed.stderr.strip()}")
     work = root / PRESETS_DIR / preset
-    work.mkdir(parents=True, exist_ok=True)
-    for rel in filter(None, listed.stdout.split("\0")):
-        src = root / rel
-        if rel.startswith(f"{PRESETS_DIR}/"):
-            continue
-        if any(rel == o or rel.startswith(o) for o in PUBLISHED_OUTPUTS):
-            if "/sweeps/" in rel:  # the report stages read each world's sweep records: none yet, at this preset
-                (work / rel.split("/sweeps/")[0] / "sweeps").mkdir(parents=True, exist_ok=True)
-            continue
-        if src.is_file():
-            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, work / rel)
+    copy_checkout(root, work, leave_out=(f"{PRESETS_DIR}/",) + PUBLISHED_OUTPUTS)
     for keep in ("reports", "data", "models"):
         (work / keep).mkdir(exist_ok=True)
     (work / WORKSPACE_MARKER).write_text(preset + "\n")

@@ -16,19 +16,6 @@ BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 HAS_BENCHMARKS = all((BENCHMARKS / d).is_dir() for d in ("flores200", "gsm8k", "mbpp", "codexglue_code_to_text"))
 
 
-def _copy_repo(dst: Path, leave_out: tuple[str, ...] = ()) -> None:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for rel in filter(None, files.decode().split("\0")):
-        src = ROOT / rel
-        if any(rel == o or rel.startswith(o) for o in leave_out):
-            if "/sweeps/" in rel:  # the report stages read each world's sweep records: none yet, at this preset
-                (dst / rel.split("/sweeps/")[0] / "sweeps").mkdir(parents=True, exist_ok=True)
-            continue
-        if src.is_file():
-            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst / rel)
-
-
 def stages_run(stdout: str) -> set[str]:
     return {line.split("'")[1] for line in stdout.splitlines() if line.startswith("Running stage")}
 
@@ -39,14 +26,14 @@ def fresh_repo(tmp_path: Path, worlds: str, overrides: tuple[str, ...] = (), pre
     `extra_files` maps a path in the copy to a file to put there first (e.g. a conf-declared world).
     pipeline="real": the real-model worlds' pipeline is composed instead (real/params.yaml, for targets
     `real/dvc.yaml:<stage>`), and params.yaml stays the committed one, as in a user's checkout."""
-    from pipeline.params import PUBLISHED_OUTPUTS, PUBLISHED_PRESET
+    from pipeline.params import PUBLISHED_OUTPUTS, PUBLISHED_PRESET, copy_checkout
 
     repo = tmp_path / "repo"
     repo.mkdir()
     # another preset's copy leaves out the published preset's outputs and lock entries, as its own workspace does
     # (`make params OVERRIDES=preset=micro`: pipeline.params.preset_workspace); DVC would otherwise reread and rewrite
     # the whole committed dvc.lock (~450 KB) after every stage
-    _copy_repo(repo, PUBLISHED_OUTPUTS if preset != PUBLISHED_PRESET else ())
+    copy_checkout(ROOT, repo, PUBLISHED_OUTPUTS if preset != PUBLISHED_PRESET else ())
     (repo / "reports").mkdir(exist_ok=True)
     for rel, src in (extra_files or {}).items():
         shutil.copy(src, repo / rel)

@@ -235,11 +235,10 @@ def test_a_stage_dvc_runs_refuses_a_graph_made_from_other_params(tmp_path, monke
 
 def test_check_names_a_stale_stages_file(tmp_path):
     """`python -m pipeline.params --check` compares dvc_stages.yaml with conf/ too, byte for byte."""
-    from tests.support.fresh_repo import _copy_repo
+    from pipeline.params import copy_checkout
 
     repo = tmp_path / "repo"
-    repo.mkdir()
-    _copy_repo(repo)
+    copy_checkout(ROOT, repo)
     (tmp_path / "shared").symlink_to(ROOT.parent / "shared")  # ../shared/benchmarks, as beside the checkout
     check = [sys.executable, "-m", "pipeline.params", "--check"]
     ok = subprocess.run(check, cwd=repo, capture_output=True, text=True)
@@ -274,11 +273,10 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     """Issue 29: a micro-preset `make params` + `dvc repro` rewrote the committed params.yaml, tables, metrics and
     dvc.lock entries. In a checkout whose dvc.lock git tracks, another preset now gets presets/<preset>/ (its own
     git repository, params.yaml, dvc.lock and outputs), and DVC's `-S preset=...` is refused there in one line."""
-    from tests.support.fresh_repo import _copy_repo
+    from pipeline.params import copy_checkout
 
     repo = tmp_path / "repo"
-    repo.mkdir()
-    _copy_repo(repo)
+    copy_checkout(ROOT, repo)
     (tmp_path / "shared").symlink_to(ROOT.parent / "shared")  # ../shared/benchmarks, as beside the checkout
     (repo / "real" / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")  # the real pipeline's published lock
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
