@@ -293,10 +293,14 @@ def _paired_lines(world: str, block: dict, rows: list[dict], runs: dict) -> list
     return lines
 
 
-def _fmt_cell(mean, std, n, paper=None, has_paper=False) -> str:
+# decimals a cell shows, by metric (else one): the issues' bits-per-byte bounds are 2% (~0.02), which one decimal hides
+METRIC_DIGITS = {"bits_per_byte": 4}
+
+
+def _fmt_cell(mean, std, n, paper=None, has_paper=False, digits=1) -> str:
     if not n:
         return "not run"
-    text = f"**{mean:.1f}**" + (f" ± {std:.1f}" if std is not None else "")
+    text = f"**{mean:.{digits}f}**" + (f" ± {std:.{digits}f}" if std is not None else "")
     return text + (f" / {_fmt(paper)}" if has_paper else "")
 
 
@@ -359,9 +363,10 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
                               "model": title, "model_name": name, "ours": mean, "std": std, "n_seeds": n,
                               "seeds": " ".join(map(str, seeds)), "paper": paper,
                               "delta_vs_reference": delta, "significant": significant if delta is not None else None})
-                line.append(_fmt_cell(mean, std, n, paper, has_paper))
+                digits = METRIC_DIGITS.get(metric, 1)
+                line.append(_fmt_cell(mean, std, n, paper, has_paper, digits))
                 if title != reference:
-                    delta_line.append("-" if delta is None else f"{delta:+.1f}" + (" †" if significant else ""))
+                    delta_line.append("-" if delta is None else f"{delta:+.{digits}f}" + (" †" if significant else ""))
             body.write(f"| {row['name']} | {METRIC_NAMES.get(metric, metric)} | " + " | ".join(line) + " |\n")
             deltas.append(f"| {row['name']} | " + " | ".join(delta_line) + " |")
         others = [t for t in cols if t != reference]
