@@ -1,10 +1,13 @@
-"""A code_xtok model on the world's DEV slices (HumanEval and MBPP items right after the test subsets:
-`benchmark_dev`), or on any of its sets, graded as the stages grade the test sets: what choices (steps, connections,
-learning rate) may be made on, never the test problems. Writes reports/code_xtok/dev/<model>.json (scores, per-item
+"""A cross-tokenizer world's model on the world's DEV slices, or on any of its sets, graded as the stages grade the
+test sets: what choices (steps, connections, learning rate, D_C) may be made on, never the test items. code_xtok's
+are HumanEval and MBPP items right after the test subsets (`benchmark_dev`: cc_dev, t2c_dev); languages_xtok's is
+FLORES devtest lines 900-999 (flores_dev, graded as flores_test: chrF per language). `set:N` takes the first N rows;
+`set:N/group` the first N of each group (language). Writes reports/<world>/dev/<model>.json (scores, per-item
 verdicts, seconds) and its predictions beside it.
 
-    python experiments/table4_xtok/dev_eval.py <model> [set[:first N] ...]     # default: cc_dev t2c_dev
+    python experiments/table4_xtok/dev_eval.py [--world W] <model> [set[:N[/group]] ...]  # code_xtok: cc_dev t2c_dev
     e.g.  python experiments/table4_xtok/dev_eval.py calm cc_dev:16 bpb_prose_test
+          CALM_PARAMS=real/params.yaml python experiments/table4_xtok/dev_eval.py --world languages_xtok calm flores_dev:5/group
 """
 from __future__ import annotations
 
@@ -15,8 +18,22 @@ from pathlib import Path
 
 import pipeline  # noqa: F401  (first: pins the float path)
 
-WORLD = "code_xtok"
-DEV_CONF = {"cc_dev": "cc_test", "t2c_dev": "t2c_test"}   # a dev slice is graded as its test set
+DEV_CONF = {"cc_dev": "cc_test", "t2c_dev": "t2c_test", "flores_dev": "flores_test"}   # graded as its test set
+DEFAULT_SETS = {"code_xtok": ["cc_dev", "t2c_dev"], "languages_xtok": ["flores_dev"]}
+
+
+def first_rows(rows: list[dict], spec: str) -> list[dict]:
+    """`N`: the first N rows; `N/group`: the first N rows of each group, in file order."""
+    n, _, per = spec.partition("/")
+    if not per:
+        return rows[:int(n)]
+    seen: dict[str, int] = {}
+    kept = []
+    for r in rows:
+        seen[r[per]] = seen.get(r[per], 0) + 1
+        if seen[r[per]] <= int(n):
+            kept.append(r)
+    return kept
 
 
 def main(argv: list[str]) -> None:
@@ -29,27 +46,30 @@ def main(argv: list[str]) -> None:
     from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import set_threads
 
-    if not argv:
+    world = "code_xtok"
+    if argv[:1] == ["--world"]:
+        world, argv = argv[1], argv[2:]
+    if not argv or world not in DEFAULT_SETS:
         raise SystemExit(__doc__)
-    name, wanted = argv[0], argv[1:] or ["cc_dev", "t2c_dev"]
+    name, wanted = argv[0], argv[1:] or DEFAULT_SETS[world]
     params = load_params()
     set_threads(params.get("runtime") or {})
-    ecfg = dict(params["worlds"][WORLD]["evaluation"])
+    ecfg = dict(params["worlds"][world]["evaluation"])
     sets, confs = {}, {}
     for spec in wanted:
         s, _, n = spec.partition(":")
-        rows = read_jsonl(Path("data") / WORLD / f"{s}.jsonl")
-        sets[s] = rows[:int(n)] if n else rows
+        rows = read_jsonl(Path("data") / world / f"{s}.jsonl")
+        sets[s] = first_rows(rows, n) if n else rows
         confs[s] = dict(ecfg["sets"][DEV_CONF.get(s, s)], per_item=True) if DEV_CONF.get(s, s) in ecfg["sets"] \
             and ecfg["sets"][DEV_CONF.get(s, s)]["metric"] == "pass_at_k" else ecfg["sets"][DEV_CONF.get(s, s)]
     ecfg["sets"] = confs
-    own = declared_tokenizer(params, WORLD, name) is not None
+    own = declared_tokenizer(params, world, name) is not None
     t0 = time.time()
-    tokenizer = load_tokenizer(model_dir(WORLD, name) if own else tokenizer_dir(WORLD))
-    model = load_trained_model(model_dir(WORLD, name)).eval()
+    tokenizer = load_tokenizer(model_dir(world, name) if own else tokenizer_dir(world))
+    model = load_trained_model(model_dir(world, name)).eval()
     load_s = time.time() - t0
     metrics, records = evaluate_sets(model, tokenizer, sets, ecfg)
-    out = Path("reports") / WORLD / "dev"
+    out = Path("reports") / world / "dev"
     atomic_write_json(out / f"{name}.json", {"model": name, "load_seconds": round(load_s, 1), "metrics": metrics})
     atomic_write_jsonl(out / f"{name}.predictions.jsonl", records)
     print(json.dumps({s: {k: m[k] for k in ("score", "n", "seconds")} for s, m in metrics.items()}), "load", round(load_s, 1))
