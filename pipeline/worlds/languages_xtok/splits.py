@@ -6,7 +6,10 @@ questions (English prose).
                      prompt layout (pipeline.benchmarks.flores_gsm_tasks.flores_prompt): zero-shot (the instruction
                      line, "<Language>: <source>", "English:") or, with `composition.layout: two_shot`, behind the two
                      FLORES exemplars every test prompt shows; target " <English>\\n" (the evaluation stops at the
-                     newline). Rows longer than `composition.max_row_chars` (source + English) are left out.
+                     newline). `composition.layout: source_text` holds the language's side alone as plain text
+                     (prompt "", no English: the paper's kind of D_C for §4.2, text in the languages, which mB can
+                     only learn to predict by reading mA). Rows longer than `composition.max_row_chars` (source +
+                     English) are left out.
   composition_dev    the UDHR `dev` pairs (articles 26-30), the same layout: for choices; no model trains on it
   english_replay     GSM8K train questions as plain English text (prompt ""): the anchor's rows for `anchor_replay`
   flores_test        `flores.test` TEST lines (flores_lines.test_lines) x the world's languages, 2-shot from the
@@ -30,7 +33,7 @@ from pipeline.io import atomic_write_jsonl
 import pipeline.worlds.languages_xtok.flores_lines as flores_lines
 import pipeline.worlds.languages_xtok.udhr as udhr
 
-LAYOUTS = ("zero_shot", "two_shot")
+LAYOUTS = ("zero_shot", "two_shot", "source_text")
 
 
 def _flores_dir(cfg: dict) -> Path:
@@ -123,9 +126,13 @@ def composition_rows(cfg: dict, texts: dict, split: str) -> tuple[list[dict], in
             if limit is not None and len(pair["source"]) + len(pair["target"]) > limit:
                 dropped += 1
                 continue
+            row_id = f"udhr-{pair['declaration']}-{pair['section']}-{pair['index']}"
+            if layout == "source_text":   # the language's text alone, no English: mB learns to read it through mA
+                rows.append({"prompt": "", "target": pair["source"], "group": x, "id": row_id, "unit": pair["unit"],
+                             "task": "udhr_text"})
+                continue
             rows.append({"prompt": translation_prompt(x, pair["source"], shots), "target": f" {pair['target']}\n",
-                         "group": x, "id": f"udhr-{pair['declaration']}-{pair['section']}-{pair['index']}",
-                         "unit": pair["unit"], "task": "udhr_translation"})
+                         "group": x, "id": row_id, "unit": pair["unit"], "task": "udhr_translation"})
     if not rows:
         raise PipelineError(f"languages_xtok: no UDHR {split} rows (languages {', '.join(languages(cfg))}; "
                             f"max_row_chars {limit})")

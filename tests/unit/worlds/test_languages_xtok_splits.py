@@ -104,6 +104,24 @@ def test_two_shot_layout_puts_the_test_exemplars_in_front(tmp_path):
     assert row["prompt"].split("\n\n")[:3] == same["prompt"].split("\n\n")[:3]   # instruction + the two exemplars
 
 
+def test_source_text_layout_is_the_languages_text_alone(tmp_path):
+    """The paper's kind of D_C for §4.2 (text in the languages, next-token): each row is one UDHR train paragraph of
+    its language as it stands, with no prompt and no English anywhere in D_C; the evaluation sets are unchanged."""
+    cfg = _cfg("micro")
+    build(cfg, tmp_path / "zero_shot", seed=0)
+    build({**cfg, "composition": {**cfg["composition"], "layout": "source_text"}}, tmp_path / "source_text", seed=0)
+    rows = read_jsonl(tmp_path / "source_text" / "composition_train.jsonl")
+    pairs = {(r["language"], r["source"]): r["target"] for x in udhr.TRANSLATIONS
+             for r in udhr.parallel_pairs(x, "train", root=UDHR)}
+    assert rows and all(r["prompt"] == "" and (r["group"], r["target"]) in pairs for r in rows)
+    english = set(pairs.values())
+    assert not any(r["target"] in english for r in rows)
+    zero_shot = read_jsonl(tmp_path / "zero_shot" / "composition_train.jsonl")
+    assert [r["id"] for r in rows] == [r["id"] for r in zero_shot]   # the same paragraphs, another layout
+    for name in ("flores_test", "flores_dev", "bpb_prose_test"):
+        assert (tmp_path / "source_text" / f"{name}.jsonl").read_bytes() == (tmp_path / "zero_shot" / f"{name}.jsonl").read_bytes()
+
+
 def test_the_floors_are_sacrebleu_on_answers_no_model_gives(built):
     import sacrebleu
 
