@@ -58,10 +58,15 @@ def main(argv: list[str]) -> None:
     sets, confs = {}, {}
     for spec in wanted:
         s, _, n = spec.partition(":")
-        rows = read_jsonl(Path("data") / world / f"{s}.jsonl")
+        graded_as = DEV_CONF.get(s, s)
+        path = Path("data") / world / f"{s}.jsonl"
+        if graded_as not in ecfg["sets"] or not path.is_file() or (n and not n.partition("/")[0].isdigit()):
+            raise SystemExit(f"dev_eval: {spec!r} is not <set>[:N[/group]] of a set {world} evaluates or a dev slice "
+                             f"of one ({', '.join(sorted(ecfg['sets']))}; dev: {', '.join(DEV_CONF)}), with {path} built")
+        rows = read_jsonl(path)
         sets[s] = first_rows(rows, n) if n else rows
-        confs[s] = dict(ecfg["sets"][DEV_CONF.get(s, s)], per_item=True) if DEV_CONF.get(s, s) in ecfg["sets"] \
-            and ecfg["sets"][DEV_CONF.get(s, s)]["metric"] == "pass_at_k" else ecfg["sets"][DEV_CONF.get(s, s)]
+        conf = ecfg["sets"][graded_as]
+        confs[s] = dict(conf, per_item=True) if conf["metric"] == "pass_at_k" else conf
     ecfg["sets"] = confs
     own = declared_tokenizer(params, world, name) is not None
     t0 = time.time()
