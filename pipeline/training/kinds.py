@@ -151,6 +151,16 @@ class Finetune(Base):
     requires_init = True
 
 
+def sort_adapter_config(directory) -> None:
+    """peft keeps an adapter's target_modules as a set and writes them in set order, which moves with the process's
+    string hash seed: sorted, the same training writes the same bytes in every process (DVC's output hash too)."""
+    config = Path(directory) / "adapter_config.json"
+    fields = json.loads(config.read_text())
+    if isinstance(fields.get("target_modules"), list):
+        fields["target_modules"] = sorted(fields["target_modules"])
+        config.write_text(json.dumps(fields, indent=2, sort_keys=True) + "\n")
+
+
 class Lora(Kind):
     """peft LoRA adapters on `init` (its weights frozen), trained on `data` mixed, like a composition's D_C, with
     `anchor_replay` rows of the anchor's own training data (the anchor: `anchor`, else `init`).
@@ -228,6 +238,7 @@ class Lora(Kind):
 
     def save(self, model, directory, state_dict=None):
         model.save_pretrained(str(directory), state_dict=state_dict)  # the adapter and its config (names the base)
+        sort_adapter_config(directory)
 
     def load(self, directory, **options):
         from peft import PeftModel
