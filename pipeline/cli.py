@@ -6,6 +6,7 @@ import functools
 import sys
 from typing import Any, Callable
 
+from pipeline.distributed import rank, world_size
 from pipeline.errors import UserError
 
 
@@ -15,8 +16,6 @@ def cli(main: Callable[[list[str]], Any]) -> Callable[[], None]:
         try:
             main(sys.argv[1:] if argv is None else argv)
         except UserError as e:  # ours, the composition's and the benchmarks' one-line errors
-            from pipeline.distributed import rank, world_size
-
             several = world_size() > 1
             where = f" (process {rank()} of {world_size()})" if several else ""
             print(f"error{where}: {e}", file=sys.__stderr__ if several else sys.stderr)

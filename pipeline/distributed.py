@@ -83,10 +83,11 @@ def shard(n: int) -> range:
 
 
 def finish() -> None:
-    """Leave the process group cleanly (after the last barrier)."""
-    if world_size() > 1:
-        import torch.distributed as dist
+    """Leave the process group cleanly (after the last barrier). A launcher's single process has one too
+    (`accelerate launch --num_processes 1`: accelerate joins a group of one), left as cleanly."""
+    import torch.distributed as dist
 
-        if dist.is_available() and dist.is_initialized():
+    if dist.is_available() and dist.is_initialized():
+        if world_size() > 1:
             dist.barrier()
-            dist.destroy_process_group()
+        dist.destroy_process_group()

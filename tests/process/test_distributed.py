@@ -203,6 +203,23 @@ def test_a_batch_that_cannot_be_shared_is_one_line():
     assert mb["per_device_train_batch_size"] == 2 and mb["gradient_accumulation_steps"] == 2
 
 
+def test_a_launcher_group_of_one_process_is_left_cleanly(tmp_path, monkeypatch):
+    """`accelerate launch --num_processes 1` (runtime=fsdp on one GPU) joins a process group of one: a stage's
+    end destroys it, so torch does not warn that it leaks (seen on an H200, before this)."""
+    import torch.distributed as dist
+
+    from pipeline import distributed
+
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        distributed.finish()
+        assert not dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
 def test_a_gpu_runtime_without_a_gpu_is_one_line_before_anything_starts(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("checks the message a machine without a GPU gives")
