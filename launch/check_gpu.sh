@@ -2,9 +2,10 @@
 # The GPU runtimes proven end to end on the machine this runs on: the micro preset's key-value world (Table 1's
 # chain: data, tokenizer, mA, mB and CALM trained and evaluated, the report) through `dvc repro`, once per
 # runtime of conf/runtime, each in a fresh workspace of its own (pipeline.params' presets/micro/). Prints the
-# versions and the GPU, each run's seconds, what train_info.json recorded (loss history, processes, sharded)
-# and its Table 1, then compares the CALM each runtime saved with the first runtime's: the same
-# parameter names (the composition's alone, never a base's) and the largest weight difference.
+# versions and the GPU, each run's seconds, what train_info.json recorded (loss history, processes, sharded),
+# its Table 1 and each model's md5 (runtime=cpu: the same on every x86-64 CPU with AVX2, on the pinned path;
+# docs/library.md has this repository's), then compares the CALM each runtime saved with the first runtime's:
+# the same parameter names (the composition's alone, never a base's) and the largest weight difference.
 #
 #   bash launch/check_gpu.sh [runtime ...]     default: cuda multi_gpu fsdp (cpu works too, as a dry run)
 #
@@ -56,7 +57,7 @@ for rt in "${RUNTIMES[@]}"; do
   passed+=("$rt")
   echo "   $(( $(date +%s) - t0 )) s"
   "$PY" - "$ws" <<'EOF'
-import json, sys
+import hashlib, json, sys
 from pathlib import Path
 ws = Path(sys.argv[1])
 for m in ("mA", "mB", "calm"):
@@ -65,6 +66,10 @@ for m in ("mA", "mB", "calm"):
     print(f"   {m}: {info['steps']} steps, losses {losses}; processes {info.get('processes', 1)}, "
           f"sharded {info.get('sharded', False)}, float path {info.get('float_path')}")
 print("".join("   " + line + "\n" for line in (ws / "reports/table1.md").read_text().splitlines() if "|" in line))
+# runtime=cpu on another CPU kind (a GPU machine's host): the same md5s as here mean the pinned float path holds
+print("   md5 of each model.safetensors: " + ", ".join(
+    f"{m} {hashlib.md5((ws / 'models/kv_arithmetic' / m / 'model.safetensors').read_bytes()).hexdigest()}"
+    for m in ("mA", "mB", "calm")))
 EOF
 done
 
