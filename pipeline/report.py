@@ -9,7 +9,8 @@ A table that names a `reference` column (Table 5: ablations) is a table over see
 cell is the mean +- std over every seed that exists for its model, the default cell (the DVC stage's output)
 and the runs of Hydra sweeps (pipeline/sweep.py: reports/<world>/sweeps/<sweep>/<model>-seed<k>/run.json, made
 with the model's current conf); each column is compared with the reference, a difference counting only beyond
-the seed spread (`significance`). It also prints each model's training time and added or trained parameters.
+the seed spread (`significance`). It also prints each model's added or trained parameters and steps (never its
+training time: a report holds only what reproduces to the byte on any machine).
 
 Split by job: this module builds the one-seed tables and writes both kinds; seed_tables.py builds the tables over
 seeds; report_cells.py holds what both share (metric names, figures as printed, each model's line).

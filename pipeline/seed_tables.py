@@ -2,7 +2,8 @@
 the mean +- std over every seed that exists for its model: the default cell (the DVC stage's output) and the runs
 of Hydra sweeps (pipeline/sweep.py), counted only when their bases are the current build's (build_digests,
 run_digest); each column is compared with the reference, a difference counting only beyond the seed spread, with
-paired rows under McNemar's exact test; each model's training time and added or trained parameters."""
+paired rows under McNemar's exact test; each model's added or trained parameters and steps (no training time:
+seconds differ between machines, and a report reproduces to the byte)."""
 from __future__ import annotations
 
 import csv
@@ -126,12 +127,8 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
                      f"evaluate@{world}/{name} rebuilds it)")
     elif metrics_file.exists() and info_file.exists():
         info = json.loads(info_file.read_text())
-        from pipeline.train import read_run_log
-
         runs.append({"seed": info.get("seed"), "metrics": json.loads(metrics_file.read_text())["metrics"],
-                     "train_info": info, "source": "default",
-                     # the training time: the run log beside the model (older models kept it in train_info)
-                     "seconds_this_run": read_run_log(world, name).get("seconds_this_run", info.get("seconds_this_run"))})
+                     "train_info": info, "source": "default"})
         seen.add(info.get("seed"))
     digest, stale, duplicate, other_bases = run_digest(params, world, name), 0, 0, 0
     bases = build_digests(params, world, name)
@@ -149,7 +146,6 @@ def model_runs(params: dict, world: str, name: str) -> tuple[list[dict], list[st
         else:
             seen.add(run["seed"])
             runs.append({"seed": run["seed"], "metrics": run["metrics"], "train_info": run["train_info"],
-                         "seconds_this_run": run.get("seconds_this_run", run["train_info"].get("seconds_this_run")),
                          "source": f"sweep {run_file.parent.parent.name}"})
     if stale:
         notes.append(f"{name}: {stale} sweep run(s) made under another conf left out")
@@ -393,12 +389,10 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
             if not infos:
                 continue
             count, what = _added_parameters(infos[0])
-            secs = [r.get("seconds_this_run") for r in runs[title] if r.get("seconds_this_run") is not None]
-            mean_secs = sum(secs) / len(secs) if secs else None
-            time_text = ("untrained" if infos[0].get("untrained") else "training time not recorded" if mean_secs is None
-                         else f"{mean_secs / 60:.1f} min training" if mean_secs >= 120 else f"{mean_secs:.0f} s training")
-            time_text += f" (mean of {len(secs)} runs)" if len(secs) > 1 else ""
-            cost.append(f"{title} ({name}): {count:,} parameters {what}, {infos[0].get('steps')} steps, {time_text}")
+            # no training time: seconds are the machine's, and a report holds only what any machine reproduces
+            # to the byte (issue 29); docs/performance.md keeps the times
+            cost.append(f"{title} ({name}): {count:,} parameters {what}, {infos[0].get('steps')} steps"
+                        + (", untrained" if infos[0].get("untrained") else ""))
         body.write("- per model: " + "; ".join(cost) + "\n")
         module = get_world(params, world)
         if hasattr(module, "report_lines"):

@@ -194,3 +194,23 @@ def test_the_lock_is_read_as_dvc_writes_it(tmp_path):
     (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages:\n  train@w/m:\n    params:\n      params.yaml:\n"
                                        "        worlds.w.models.m:\n          train: {lr: 5e-05, steps: 2}\n")
     assert dvc_locked_params(tmp_path)["train@w/m"]["worlds.w.models.m"]["train"] == {"lr": 5e-05, "steps": 2}
+
+
+def test_report_bytes_do_not_depend_on_training_seconds(tmp_path, monkeypatch):
+    """Two machines train the same bytes in other times: the report is the same file (issue 29: a fresh clone's
+    forced `dvc repro report@table5` once differed from the committed one in its training minutes only)."""
+    from pipeline.layout import run_log_path
+    from pipeline.report import build_table
+
+    p = compose_params([f"world=[{WORLD}]"])
+    monkeypatch.chdir(tmp_path)
+    _fake(tmp_path, p, {m: [1.0, 2.0] for m in ("calm", "vanilla_mA", "encoder", "lora", "random_mA", "skyline")})
+    first = build_table("table5", p)[0]
+    for name in ("calm", "skyline"):  # another machine: its run logs and its sweep records say other seconds
+        log = tmp_path / run_log_path(WORLD, name)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(json.dumps({"seconds_this_run": 1234.5, "resumed_from": None}))
+        record = tmp_path / "reports" / WORLD / "sweeps" / "s" / f"{name}-seed1" / "run.json"
+        record.write_text(json.dumps(dict(json.loads(record.read_text()), seconds_this_run=77.0)))
+    assert build_table("table5", p)[0] == first
+    assert "CALM (calm): 233,472 parameters added (cross-attention), 1500 steps;" in first
