@@ -27,7 +27,8 @@ the language, the standard back-translation trade (real English targets, synthet
         --n 480 --out data/languages_xtok/back_translated.jsonl
 
 Needs the world's data and mA built (`dvc repro real/dvc.yaml:train@languages_xtok/mA`). Prints its counts and
-CPU seconds. Train CALM on the rows by copying <out> to data/languages_xtok/<name>.jsonl and setting
+CPU seconds. `--merge A B --seed 5 --out C` joins two runs' splits (e.g. drawn with --seed 0 and 1) into one.
+Train CALM on the rows by copying <out> to data/languages_xtok/<name>.jsonl and setting
 `worlds.languages_xtok.models.calm.data=[<name>]` (docs/results-table2-xtok.md, "Back-translation").
 """
 from __future__ import annotations
@@ -99,6 +100,23 @@ def write_rows(candidates: list[dict], args) -> list[dict]:
     return rows
 
 
+def merge(args) -> list[dict]:
+    """Several runs' rows as one split (runs drawn with other seeds share a few English sentences: kept once)."""
+    from pipeline.io import atomic_write_jsonl, read_jsonl
+
+    rows, seen = [], set()
+    for split in args.merge:
+        for row in read_jsonl(Path(split)):
+            if row["target"] not in seen:
+                seen.add(row["target"])
+                rows.append(row)
+    random.Random(args.seed).shuffle(rows)
+    rows = [dict(r, id=f"bt-{r['group']}-{i}") for i, r in enumerate(rows)]
+    atomic_write_jsonl(Path(args.out), rows)
+    print(json.dumps({"rows": len(rows), "from": {s: len(read_jsonl(Path(s))) for s in args.merge}, "out": args.out}))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=480)
@@ -112,7 +130,13 @@ def main() -> None:
     ap.add_argument("--out", default="data/languages_xtok/back_translated.jsonl")
     ap.add_argument("--refilter", action="store_true",
                     help="generate nothing: apply the thresholds to <out>.all.jsonl again and rewrite <out>")
+    ap.add_argument("--merge", nargs="+", metavar="SPLIT",
+                    help="generate nothing: the rows of these splits, each English target once (the first seen), "
+                         "in an order drawn with --seed, written to <out>")
     args = ap.parse_args()
+    if args.merge:
+        merge(args)
+        return
     if args.refilter:
         from pipeline.io import read_jsonl
 
