@@ -45,8 +45,10 @@ from .token_bytes import tokenizer_digest  # noqa: F401 (imported from here)
 class IncrementalAlignment:
     """One row of one mA: anchor tokens' bytes in, mA's newly committed tokens out (the rule in the module doc)."""
 
-    def __init__(self, augmenting: AugmentingTokenizer):
+    def __init__(self, augmenting: AugmentingTokenizer, pending: bool = False):
         self.augmenting = augmenting
+        self.track_pending = pending  # read_pending: also keep, per anchor token, mA's ids of the pending text
+        self.tails: list[list[int]] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")  # holds back a character's first bytes
         self.pending = ""  # decoded text after the last committed mA token
         self.ids: list[int] = list(augmenting.leading)  # committed mA ids (a BOS mA adds itself first)
@@ -80,6 +82,8 @@ class IncrementalAlignment:
                 self.pending = self.pending[cut:]
                 self.ids += new
         self.visible.append(len(self.ids))
+        if self.track_pending:  # mA's tokens of the text after its committed ones, as it would tokenize them now
+            self.tails.append(self.augmenting.encode(self.pending)[0] if data and self.pending else [])
         new, self._unfed = self._unfed + new, []
         return new
 
@@ -91,6 +95,7 @@ class Alignment:
     ids: list[list[int]]
     visible: list[list[int]]
     ends: list[list[int]]  # byte end of each mA token on the text
+    tails: list[list[list[int]]] | None = None  # read_pending: per row, per anchor token, mA's ids of its pending text
 
     def tensors(self, pad_id: int, anchor_length: int | None = None):
         """Right-padded [B, S] ids and mask, and [B, T] visible counts (padding rows of the anchor repeat the last)."""
@@ -109,6 +114,62 @@ class Alignment:
             if counts and len(counts) < length:
                 visible[row, len(counts) :] = counts[-1]
         return ids, mask, visible
+
+
+@dataclass
+class PendingLayout:
+    """One mA's slots for a `read_pending` step: first its newly committed tokens (right-padded), then, per anchor
+    token of the step, mA's tokens of that token's pending text (its *tail*). All [B, N] but `visible`/`positions`.
+
+    A committed slot sees the committed tokens before it; a tail slot sees the committed tokens its anchor token may
+    read (`limit` of them) and the tail before it. Anchor token t reads the same committed tokens and its own tail, so
+    its rotary position is one past the tail's last token."""
+
+    ids: "torch.Tensor"
+    real: "torch.Tensor"  # bool: a token, not padding
+    ordinal: "torch.Tensor"  # position among the row's mA tokens, as the slot's reader sees them
+    owner: "torch.Tensor"  # -1: a committed token; else the index (within the step) of the anchor token it serves
+    limit: "torch.Tensor"  # committed tokens the slot may read: ordinal + 1 if committed, the owner's count if a tail
+    committed_width: int
+    visible: "torch.Tensor"  # [B, T] committed tokens each anchor token may read
+    positions: "torch.Tensor"  # [B, T] each anchor token's rotary position: visible + the length of its tail
+
+
+def pending_layout(committed, first_ordinal, visible, tails, pad_id: int, length: int) -> PendingLayout:
+    """Per row: `committed` new mA ids (their ordinals start at `first_ordinal`), `visible` committed counts and `tails`
+    of the step's anchor tokens (an anchor padding position past a row's end repeats its last count, with no tail)."""
+    import torch
+
+    width = max((len(c) for c in committed), default=0)
+    slots = width + max((sum(map(len, t)) for t in tails), default=0)
+    columns = {name: [] for name in ("ids", "real", "ordinal", "owner", "limit")}
+    seen, positions = [], []
+    for row, ids in enumerate(committed):
+        first, counts = first_ordinal[row], list(visible[row])
+        counts += [counts[-1] if counts else first] * (length - len(counts))
+        out = {"ids": list(ids), "real": [True] * len(ids), "ordinal": list(range(first, first + len(ids))),
+               "owner": [-1] * len(ids), "limit": list(range(first + 1, first + len(ids) + 1))}
+        pad = width - len(ids)
+        out = {k: v + [default] * pad for (k, v), default in zip(out.items(), (pad_id, False, 0, -1, 0))}
+        row_positions = []
+        for t, count in enumerate(counts):
+            tail = tails[row][t] if t < len(tails[row]) else []
+            out["ids"] += tail
+            out["real"] += [True] * len(tail)
+            out["ordinal"] += range(count, count + len(tail))
+            out["owner"] += [t] * len(tail)
+            out["limit"] += [count] * len(tail)
+            row_positions.append(count + len(tail))
+        pad = slots - len(out["ids"])
+        for (name, values), default in zip(out.items(), (pad_id, False, 0, -1, 0)):
+            columns[name].append(values + [default] * pad)
+        seen.append(counts)
+        positions.append(row_positions)
+    tensor = {name: torch.tensor(rows, dtype=torch.bool if name == "real" else torch.long).reshape(len(committed), slots)
+              for name, rows in columns.items()}
+    return PendingLayout(**tensor, committed_width=width,
+                         visible=torch.tensor(seen, dtype=torch.long).reshape(len(committed), length),
+                         positions=torch.tensor(positions, dtype=torch.long).reshape(len(committed), length))
 
 
 class CALMProcessor:
@@ -149,9 +210,9 @@ class CALMProcessor:
         return self.anchor_bytes.spans(ids, self.anchor_zero_width)
 
     # ----- alignment --------------------------------------------------------------------------------------------
-    def start(self, rows: int) -> list[list[IncrementalAlignment]]:
-        """Decoding state: per mA, one IncrementalAlignment per row."""
-        return [[IncrementalAlignment(a) for _ in range(rows)] for a in self.augmenting]
+    def start(self, rows: int, pending: bool = False) -> list[list[IncrementalAlignment]]:
+        """Decoding state: per mA, one IncrementalAlignment per row (`pending`: each also keeps its tails)."""
+        return [[IncrementalAlignment(a, pending) for _ in range(rows)] for a in self.augmenting]
 
     def push(self, state, input_ids, attention_mask=None) -> list[list[list[int]]]:
         """Feed new anchor tokens [B, n] (mask 0 = padding, no text) to a decoding state; per mA, per row, the
@@ -166,15 +227,17 @@ class CALMProcessor:
                     new[a][row] += rows[row].push(chunk)
         return new
 
-    def align(self, input_ids, attention_mask=None) -> list[Alignment]:
-        """Align whole rows of anchor ids (training, or decoding without a cache): one Alignment per mA."""
+    def align(self, input_ids, attention_mask=None, pending: bool = False) -> list[Alignment]:
+        """Align whole rows of anchor ids (training, or decoding without a cache): one Alignment per mA (with
+        `pending`, also each anchor token's tail: mA's ids of the text after its committed tokens)."""
         ids = _as_rows(input_ids)
         if any(i < 0 for r in ids for i in r):
             raise CompositionInputError("anchor ids must be non-negative integers (ids past the anchor tokenizer's "
                                         "vocabulary stand for no text)")
-        state = self.start(len(ids))
+        state = self.start(len(ids), pending)
         self.push(state, ids, attention_mask)
-        return [Alignment([r.ids for r in rows], [r.visible for r in rows], [r.ends for r in rows]) for rows in state]
+        return [Alignment([r.ids for r in rows], [r.visible for r in rows], [r.ends for r in rows],
+                          [r.tails for r in rows] if pending else None) for rows in state]
 
     def augmenting_inputs(self, input_ids, attention_mask=None) -> dict:
         """The forward() keywords for the augmenting models: tensors for one mA, lists of tensors for several."""

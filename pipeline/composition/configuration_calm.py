@@ -105,6 +105,11 @@ class CALMConfig(PreTrainedConfig):
     augmenting_dropout (`float`): dropout on mA's states where the composition reads them (the input of each
         f_proj) while training (none at inference). With few held-in examples, the projection otherwise leans on
         whatever features of mA's states single them out, instead of the ones that generalise.
+    read_pending (`bool`): cross-tokenizer compositions only. Anchor token t also reads mA's states on the text
+        after mA's committed tokens (its last, unstable chunk), tokenized by mA as the text stands at t and computed
+        for t alone, never committed (alignment.py, `PendingLayout`). Without it mA's freshest state is a chunk
+        behind the anchor (about a word), so its prediction of the next token arrives too late to be read. mA runs
+        on about twice as many tokens. Saved only when true, so compositions made without it keep their bytes.
     layers_per_connection (`int`): how `from_models` chose the default connections (one per block of this many mA
         layers, paper: 4); recorded for the reader. The connections in `augmenting` are what the model uses.
 
@@ -127,13 +132,14 @@ class CALMConfig(PreTrainedConfig):
     final_norm: bool = False
     attention_dropout: float = 0.0
     augmenting_dropout: float = 0.0
+    read_pending: bool = False
     layers_per_connection: int = 4
     vocab_size: int | None = None
 
     def __post_init__(self, **kwargs):
         if self.mode not in MODES:
             raise CompositionConfigError(f"mode must be one of {MODES}, not {self.mode!r}")
-        for name in ("normalize_inputs", "rotary", "final_norm"):
+        for name in ("normalize_inputs", "rotary", "final_norm", "read_pending"):
             if not isinstance(getattr(self, name), bool):
                 raise CompositionConfigError(f"{name} must be true or false, not {getattr(self, name)!r}")
         if not _is_real(self.rotary_theta) or not self.rotary_theta > 0:
@@ -152,11 +158,21 @@ class CALMConfig(PreTrainedConfig):
         self.num_heads = check_num_heads(self.num_heads, anchor_width, self.rotary)
         super().__post_init__(**kwargs)
 
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        if not out.get("read_pending"):  # absent = false: a composition made without it saves what it saved before
+            out.pop("read_pending", None)
+        return out
+
     @property
     def cross_tokenizer(self) -> bool:
         """Whether the models have different tokenizers (the records name them; alignment.py aligns them)."""
         return isinstance(self.anchor, dict) and self.anchor.get("tokenizer") is not None
 
+
+READ_PENDING_NEEDS_TWO_TOKENIZERS = ("read_pending is for cross-tokenizer compositions (models with different "
+                                     "tokenizers, given a CALMProcessor); with one tokenizer mA reads every token "
+                                     "the anchor reads")
 
 # CALMConfig's own fields that from_models fills from the models themselves: records, not options a caller sets
 MODEL_RECORDS = ("anchor", "augmenting", "vocab_size")

