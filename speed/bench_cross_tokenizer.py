@@ -12,7 +12,10 @@ teacher-forced on it, so that the alignment sees real text. `--augmenting gemma`
 The training batch's alignment is made once by the dataset (datasets.map, cached), as in training; its cost per
 batch is printed beside. Each figure is the median of several repeats, interleaved (see bench_composition.py).
 
-    python speed/bench_cross_tokenizer.py [--quick] [--augmenting qwen|gemma] [--text code|flores]
+    python speed/bench_cross_tokenizer.py [--quick] [--augmenting qwen|gemma] [--text code|flores] [--read-pending]
+
+`--read-pending` times the composition that also reads mA's tail (CALMConfig.read_pending; its training step
+aligns the rows itself, so the alignment is inside the timed step there).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ def main():
     parser.add_argument("--augmenting", choices=("qwen", "gemma"), default="qwen", help="mA's tokenizer")
     parser.add_argument("--text", choices=("code", "flores"), default="code",
                         help="stdlib files, or FLORES-200 devtest lines (one language a row: tha, mar, pol, acm, ...)")
+    parser.add_argument("--read-pending", action="store_true", help="the composition reads mA's tails (read_pending)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.quick:
@@ -55,7 +59,8 @@ def main():
     processor = CALMProcessor(anchor_tokenizer, augmenting_tokenizer)
     anchor_vocab, augmenting_vocab = len(anchor_tokenizer), len(augmenting_tokenizer)
     cross = CALMForCausalLM.from_models(llama(*anchor_shape, anchor_vocab, seed=0),
-                                        llama(*augmenting_shape, augmenting_vocab, seed=1), processor=processor)
+                                        llama(*augmenting_shape, augmenting_vocab, seed=1), processor=processor,
+                                        read_pending=args.read_pending)
     same = CALMForCausalLM.from_models(llama(*anchor_shape, anchor_vocab, seed=0),
                                        llama(*augmenting_shape, anchor_vocab, seed=1))
     anchor_alone = llama(*anchor_shape, anchor_vocab, seed=0).requires_grad_(False)
@@ -87,7 +92,7 @@ def main():
           f"mA: llama {augmenting_shape[1]} layers x {augmenting_shape[0]}, vocab {augmenting_vocab} "
           f"({ {'qwen': 'Qwen2.5', 'gemma': 'Gemma 3'}[args.augmenting]}'s); connections "
           f"{cross.config.augmenting[0]['connections']}; batch {batch} x {length} anchor tokens of {args.text}; "
-          f"{torch.get_num_threads()} threads")
+          f"{torch.get_num_threads()} threads" + ("; read_pending" if args.read_pending else ""))
 
     # ----- training step -----
     start = time.perf_counter()

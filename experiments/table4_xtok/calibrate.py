@@ -159,9 +159,14 @@ def cache_augmenting(model, donor: list | None = None) -> dict:
     import torch
 
     original, cache = model._run_augmenting, {}
+    layouts = _record_pending_layouts() if model.config.read_pending else None
 
     def run(index, input_ids, attention_mask, position_ids, past_key_values, use_cache):
-        if use_cache or past_key_values is not None or not isinstance(attention_mask, torch.Tensor):
+        if use_cache or past_key_values is not None:
+            return original(index, input_ids, attention_mask, position_ids, past_key_values, use_cache)
+        if layouts is not None:
+            return None, pending_states(index, layouts[-1])
+        if not isinstance(attention_mask, torch.Tensor):
             return original(index, input_ids, attention_mask, position_ids, past_key_values, use_cache)
         rows = []
         for b in range(input_ids.shape[0]):
@@ -184,8 +189,47 @@ def cache_augmenting(model, donor: list | None = None) -> dict:
             out[layer] = full
         return None, out
 
+    def pending_states(index, layout):
+        """read_pending: each row's slots (its committed tokens, then its anchor tokens' tails) run alone, once; a
+        batch pads the committed part to its widest row, so the row's tails move to the batch's tail region."""
+        width, rows = layout.committed_width, []
+        for b in range(layout.ids.shape[0]):
+            real = layout.real[b]
+            committed, tail = int(real[:width].sum()), int(real[width:].sum())
+            where = torch.cat([torch.arange(committed), width + torch.arange(tail)])
+            alone = {name: getattr(layout, name)[b:b + 1, where] for name in ("ids", "real", "ordinal", "owner", "limit")}
+            key = (index, "pending", *(tuple(alone[n][0].tolist()) for n in ("ids", "ordinal", "owner")))
+            if key not in cache:
+                masks = model._pending_masks(index, alone, alone["real"], alone["ordinal"], alone["owner"], 0)
+                _, states = original(index, alone["ids"], masks, alone["ordinal"], None, False)
+                cache[key] = {layer: st[0].detach() for layer, st in states.items()}
+            rows.append((where, cache[key] if not donor else {
+                layer: d.repeat(len(where) // d.shape[0] + 1, 1)[:len(where)] for layer, d in donor[0].items()}))
+        out = {}
+        for layer in rows[0][1]:
+            full = torch.zeros(len(rows), layout.ids.shape[1], rows[0][1][layer].shape[-1])
+            for b, (where, r) in enumerate(rows):
+                full[b, where] = r[layer]
+            out[layer] = full
+        return out
+
     model._run_augmenting = run
     return cache
+
+
+def _record_pending_layouts() -> list:
+    """The layouts the composition builds (read_pending), the last one last: the cached run needs each row's slots."""
+    import pipeline.composition.keys_values as keys_values
+
+    seen, build = [], keys_values.pending_layout
+
+    def record(*args, **kwargs):
+        layout = build(*args, **kwargs)
+        seen[:] = [layout]
+        return layout
+
+    keys_values.pending_layout = record
+    return seen
 
 
 def train(args) -> None:
@@ -204,6 +248,8 @@ def train(args) -> None:
         comp["connections"] = [[[int(x) for x in pair.split(":")] for pair in args.connections.split(",")]]
     if args.final_norm is not None:
         comp["final_norm"] = bool(args.final_norm)
+    if args.read_pending:
+        comp["read_pending"] = True
     if args.dc:  # another D_C: data/code_xtok/<stem>.jsonl (rows of prompt, target), or MBPP's train split
         cfg["data"] = write_mbpp_train_dc() if args.dc == "mbpp-train" else args.dc
     tcfg = cfg["train"]
@@ -225,7 +271,8 @@ def train(args) -> None:
         raise SystemExit(f"connections outside the cached layers {CAPTURED} (layer 23 read after the final norm)")
     for i in sorted(set(CAPTURED) - connected):
         model._augmenting_layers[0][i].register_forward_hook(model._capture_hook(0, i))
-    cache_file = Path("models/.calibration") / ("mA-states-" + "-".join(map(str, CAPTURED)) + ".pt")
+    cache_file = Path("models/.calibration") / ("mA-states-" + "-".join(map(str, CAPTURED))
+                                                + ("-pending" if args.read_pending else "") + ".pt")
     if cache_file.exists():
         cache.update(torch.load(cache_file))
         print("loaded", len(cache), "cached mA rows from", cache_file, flush=True)
@@ -243,6 +290,7 @@ def train(args) -> None:
     rng = random.Random(args.seed)
     order: list[int] = []
     record = {"tag": args.tag, "settings": {"dc": cfg["data"], "connections": comp.get("connections"), "final_norm": comp.get("final_norm"),
+              "read_pending": bool(comp.get("read_pending")),
               "steps": args.steps, "lr": tcfg["lr"], "warmup_ratio": tcfg["warmup_ratio"], "batch_size": batch,
               "micro_batches": micro, "seed": args.seed}, "counts": counts, "setup": setup, "curve": [], "train_loss": []}
     OUT.mkdir(parents=True, exist_ok=True)
@@ -339,6 +387,7 @@ def main() -> None:
     p.add_argument("--connections", default=None)
     p.add_argument("--final-norm", type=int, default=None)
     p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--read-pending", action="store_true", help="the composition also reads mA's tails (read_pending)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dc", default=None, help="D_C: a file stem in data/code_xtok/, or mbpp-train (MBPP's train split in the test prompts' layout, "
                    "0-shot; written to data/code_xtok/dc_mbpp_train.jsonl); default: the world's D_C")

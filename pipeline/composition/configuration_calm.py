@@ -98,6 +98,10 @@ class CALMConfig(PreTrainedConfig):
     rotary (`bool`): rotate queries and keys by their token positions (RoPE, base `rotary_theta`), so that mB can
         attend to mA by relative position (e.g. to mA's state at its own token). Adds no parameters. The paper
         does not say whether its cross-attention sees positions; `rotary=False` gives the position-free variant.
+    recency_bias (`bool`): add ALiBi's per-head linear bias over the distance, in readable mA states, from each
+        query's latest readable state (`CrossAttention._recency_bias`): some heads then read mA's latest states
+        from the first step and others all of them, where plain attention starts near uniform over mA's tokens and
+        must learn where to look from the gradient through W_O alone. Adds no parameters. Saved only when true.
     final_norm (`bool`): a connection from mA's last layer reads mA's final hidden state after its final norm (what
         `output_hidden_states` returns as the last entry in transformers), not the last block's raw output. That
         state is what mA's own LM head reads; on Table 1 the copy of mA's values generalises better from it.
@@ -129,6 +133,7 @@ class CALMConfig(PreTrainedConfig):
     normalize_inputs: bool = True
     rotary: bool = True
     rotary_theta: float = 10000.0
+    recency_bias: bool = False
     final_norm: bool = False
     attention_dropout: float = 0.0
     augmenting_dropout: float = 0.0
@@ -139,7 +144,7 @@ class CALMConfig(PreTrainedConfig):
     def __post_init__(self, **kwargs):
         if self.mode not in MODES:
             raise CompositionConfigError(f"mode must be one of {MODES}, not {self.mode!r}")
-        for name in ("normalize_inputs", "rotary", "final_norm", "read_pending"):
+        for name in ("normalize_inputs", "rotary", "final_norm", "read_pending", "recency_bias"):
             if not isinstance(getattr(self, name), bool):
                 raise CompositionConfigError(f"{name} must be true or false, not {getattr(self, name)!r}")
         if not _is_real(self.rotary_theta) or not self.rotary_theta > 0:
@@ -160,8 +165,9 @@ class CALMConfig(PreTrainedConfig):
 
     def to_dict(self) -> dict:
         out = super().to_dict()
-        if not out.get("read_pending"):  # absent = false: a composition made without it saves what it saved before
-            out.pop("read_pending", None)
+        for name in LATER_SWITCHES:  # absent = false: a composition made without them saves what it saved before
+            if not out.get(name):
+                out.pop(name, None)
         return out
 
     @property
@@ -170,6 +176,8 @@ class CALMConfig(PreTrainedConfig):
         return isinstance(self.anchor, dict) and self.anchor.get("tokenizer") is not None
 
 
+# Options added after compositions were published; written to config.json only when on, so that those keep their bytes
+LATER_SWITCHES = ("read_pending", "recency_bias")
 READ_PENDING_NEEDS_TWO_TOKENIZERS = ("read_pending is for cross-tokenizer compositions (models with different "
                                      "tokenizers, given a CALMProcessor); with one tokenizer mA reads every token "
                                      "the anchor reads")

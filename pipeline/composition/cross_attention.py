@@ -20,7 +20,7 @@ class CrossAttention(nn.Module):
     exactly its anchor.
 
     Its options come from the composition's CALMConfig (num_heads, normalize_inputs, rotary, rotary_theta,
-    attention_dropout, augmenting_dropout); `config.num_heads` must be set (CALMForCausalLM sets None to the
+    recency_bias, attention_dropout, augmenting_dropout); `config.num_heads` must be set (CALMForCausalLM sets None to the
     anchor's head count). They are copied to attributes of the same names, which forward() reads.
     """
 
@@ -41,6 +41,7 @@ class CrossAttention(nn.Module):
         self.normalize_inputs = config.normalize_inputs
         self.rotary = config.rotary
         self.rotary_theta = config.rotary_theta
+        self.recency_bias = config.recency_bias
         self.attention_dropout = config.attention_dropout
         self.augmenting_dropout = config.augmenting_dropout
         self.f_proj = nn.Linear(augmenting_width, anchor_width, bias=False)
@@ -78,6 +79,17 @@ class CrossAttention(nn.Module):
         first, second = x[..., :half].float(), x[..., half:].float()
         return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1).to(x.dtype)
 
+    def _recency_bias(self, allowed: torch.Tensor) -> torch.Tensor:
+        """ALiBi (Press et al., 2022) over what each query may read: head h adds -2^(-8(h+1)/H) x the number of
+        readable mA states after a key, so some heads start out reading mA's latest states and others all of them.
+        The distance is counted from `allowed` alone (readable keys, in mA's token order), so it means the same in
+        every mode, with or without a cache: [B, 1, T, S] bool -> [B, H, T, S] additive mask."""
+        rank = allowed.long().cumsum(-1)
+        distance = (rank[..., -1:] - rank).float()
+        slopes = 2.0 ** (-8.0 * torch.arange(1, self.num_heads + 1, device=allowed.device) / self.num_heads)
+        bias = -slopes[None, :, None, None] * distance
+        return bias.masked_fill(~allowed, float("-inf")).to(self.q_proj.weight.dtype)
+
     def keys_values(self, augmenting_states: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """mA states [B, S, D_A] at positions [B, S] -> keys and values [B, H, S, D_B/H], cached once computed."""
         augmenting_states = F.dropout(augmenting_states, self.augmenting_dropout, self.training)
@@ -95,7 +107,8 @@ class CrossAttention(nn.Module):
         queries = self._split_heads(self.q_proj(self._norm(anchor_states.to(self.q_proj.weight.dtype))))
         queries = self._rotate(queries, positions)
         dropout = self.attention_dropout if self.training else 0.0
-        attended = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed, dropout_p=dropout)
+        mask = self._recency_bias(allowed) if self.recency_bias else allowed
+        attended = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout)
         attended = attended * has_key
         update = self.o_proj(attended.transpose(1, 2).reshape(batch, length, width))
         return update.to(anchor_states.dtype)

@@ -167,21 +167,26 @@ def test_tokenizers_the_alignment_cannot_use_fail_in_one_line(tokenizers):
 
 
 # ----- the composition -------------------------------------------------------------------------------------------
-def compose(tokenizers, anchor_name="smollm2", augmenting_name="qwen", randomize=True, read_pending=False):
+def compose(tokenizers, anchor_name="smollm2", augmenting_name="qwen", randomize=True, read_pending=False,
+            recency_bias=False):
     anchor_tokenizer, augmenting_tokenizer = tokenizers[anchor_name], tokenizers[augmenting_name]
     anchor = tiny_model("llama", width=64, layers=4, heads=4, seed=0, vocab=len(anchor_tokenizer))
     augmenting = tiny_model("qwen2", width=32, layers=4, heads=2, seed=1, vocab=len(augmenting_tokenizer))
     calm = CALMForCausalLM.from_models(anchor, augmenting, connections=[(1, 1), (3, 3)], read_pending=read_pending,
+                                       recency_bias=recency_bias,
                                        processor=CALMProcessor(anchor_tokenizer, augmenting_tokenizer))
     return randomize_composition(calm) if randomize else calm
 
 
-@pytest.mark.parametrize("read_pending", [False, True])
+READING = [dict(read_pending=False), dict(read_pending=True), dict(read_pending=True, recency_bias=True)]
+
+
+@pytest.mark.parametrize("reading", READING, ids=["stable", "pending", "pending+recency"])
 @pytest.mark.parametrize("anchor_name,augmenting_name", DIRECTIONS)
-def test_text_after_anchor_token_t_cannot_change_its_logits(tokenizers, anchor_name, augmenting_name, read_pending):
+def test_text_after_anchor_token_t_cannot_change_its_logits(tokenizers, anchor_name, augmenting_name, reading):
     """Rows that share the anchor's first t+1 tokens and then go on differently: logits up to t are bitwise equal,
     for cuts inside words, between words and inside UTF-8 characters; mA really changes the logits."""
-    calm = compose(tokenizers, anchor_name, augmenting_name, read_pending=read_pending)
+    calm = compose(tokenizers, anchor_name, augmenting_name, **reading)
     tokenizer = calm.processor.anchor_tokenizer
     text = MULTILINGUAL[4][:40] + MULTILINGUAL[1] + " " + _code()[2]
     ids = tokenizer(text)["input_ids"][:48]
@@ -192,11 +197,12 @@ def test_text_after_anchor_token_t_cannot_change_its_logits(tokenizers, anchor_n
     assert_text_after_each_cut_leaves_earlier_logits(calm, ids, other, sorted({3, 11, 20, 33} | set(inside[:3])))
 
 
-@pytest.mark.parametrize("read_pending", [False, True])
+@pytest.mark.parametrize("reading", READING, ids=["stable", "pending", "pending+recency"])
 @pytest.mark.parametrize("anchor_name,augmenting_name", DIRECTIONS)
 def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(tokenizers, anchor_name, augmenting_name,
-                                                                          read_pending):
-    calm = compose(tokenizers, anchor_name, augmenting_name, randomize=False, read_pending=read_pending)
+                                                                          reading):
+    calm = compose(tokenizers, anchor_name, augmenting_name, randomize=False, **reading)
+    read_pending = reading["read_pending"]
     prompts = ["def add(a, b):\n    return", MULTILINGUAL[1][:20], "<|im_start|>user\nПривет"]
     ids, mask = calm.processor.anchor_batch(prompts, padding_side="left")
     settings = dict(max_new_tokens=16, min_new_tokens=16, do_sample=False, pad_token_id=calm.processor.anchor_pad_id)

@@ -17,12 +17,13 @@ MODES = ("iterative", "encoder")
 
 
 def compose(anchor_family="llama", augmenting_family="gpt2", mode="iterative", randomize=True, connections=None,
-            rotary=True, final_norm=False, attention_dropout=0.0, augmenting_dropout=0.0):
+            rotary=True, final_norm=False, attention_dropout=0.0, augmenting_dropout=0.0, recency_bias=False):
     anchor = tiny_model(anchor_family, width=64, layers=4, heads=4, seed=0)
     augmenting = tiny_model(augmenting_family, width=32, layers=6, heads=2, seed=1)
     calm = CALMForCausalLM.from_models(
         anchor, augmenting, connections=connections or [(1, 1), (3, 2), (5, 3)], mode=mode, rotary=rotary,
         final_norm=final_norm, attention_dropout=attention_dropout, augmenting_dropout=augmenting_dropout,
+        recency_bias=recency_bias,
     )
     return randomize_composition(calm) if randomize else calm
 
@@ -64,9 +65,10 @@ def test_default_connections_follow_the_paper():
     assert default_connections(2, 4) == [(1, 3)]  # fewer than 4 mA layers: one connection, deepest to deepest
 
 
-@pytest.mark.parametrize("anchor_family,augmenting_family", PAIRS[:2])
-def test_no_leakage_from_future_tokens(anchor_family, augmenting_family):
-    calm = compose(anchor_family, augmenting_family, mode="iterative")
+@pytest.mark.parametrize("anchor_family,augmenting_family,recency_bias", [(*p, False) for p in PAIRS[:2]] +
+                         [(*PAIRS[0], True)])
+def test_no_leakage_from_future_tokens(anchor_family, augmenting_family, recency_bias):
+    calm = compose(anchor_family, augmenting_family, mode="iterative", recency_bias=recency_bias)
     ids = torch.tensor(random_sequences([16], seed=3))
     t = 7
     changed = ids.clone()
@@ -85,9 +87,10 @@ def test_no_leakage_from_future_tokens(anchor_family, augmenting_family):
     assert (past[:, t:] - anchor_only[:, t:]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("mode,rotary", [("iterative", True), ("encoder", True), ("iterative", False)])
-def test_cached_decoding_equals_full_recomputation(mode, rotary):
-    calm = compose("qwen2", "llama", mode=mode, rotary=rotary)
+@pytest.mark.parametrize("mode,rotary,recency_bias", [("iterative", True, False), ("encoder", True, False),
+                                                      ("iterative", False, False), ("iterative", True, True)])
+def test_cached_decoding_equals_full_recomputation(mode, rotary, recency_bias):
+    calm = compose("qwen2", "llama", mode=mode, rotary=rotary, recency_bias=recency_bias)
     ids, mask = left_padded(random_sequences([6, 11]))
     settings = dict(attention_mask=mask, max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0)
     with torch.no_grad():
@@ -124,9 +127,9 @@ def test_sampling_and_several_return_sequences_work():
     assert len({tuple(row.tolist()) for row in out}) > 1  # samples differ
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_right_padded_training_batch_equals_unpadded_rows(mode):
-    calm = compose("llama", "gpt2", mode=mode)
+@pytest.mark.parametrize("mode,recency_bias", [(m, False) for m in MODES] + [("iterative", True)])
+def test_right_padded_training_batch_equals_unpadded_rows(mode, recency_bias):
+    calm = compose("llama", "gpt2", mode=mode, recency_bias=recency_bias)
     sequences = random_sequences([5, 13, 9], seed=6)
     width = max(map(len, sequences))
     ids = torch.zeros((3, width), dtype=torch.long)
@@ -189,6 +192,30 @@ def test_training_changes_only_the_composition_and_lowers_the_loss():
             assert torch.equal(v, base_before[k]), f"base weight {k} changed"
     changed = [k for k, v in calm.bridges.state_dict().items() if not torch.equal(v, bridges_before[k])]
     assert len(changed) == len(bridges_before)  # f_proj, W_Q, W_K, W_V, W_O of every connection
+
+
+def test_the_recency_bias_counts_distance_in_readable_states_only():
+    """With queries at zero, attention is the bias alone: head h weighs the readable keys as softmax(-slope_h x the
+    number of readable keys after each), whatever unreadable slots (padding, another row's tokens) lie between."""
+    from pipeline.composition.configuration_calm import CALMConfig
+    from pipeline.composition.cross_attention import CrossAttention
+
+    config = CALMConfig(anchor={"hidden_size": 16}, num_heads=4, recency_bias=True, rotary=False)
+    bridge = CrossAttention(config, augmenting_width=8, anchor_width=16)
+    torch.nn.init.zeros_(bridge.q_proj.weight)
+    torch.nn.init.eye_(bridge.o_proj.weight)
+    allowed = torch.tensor([[True, False, True, True, False, True, False]])[None, None]  # [1, 1, 1, 7]
+    values_in = torch.randn(1, 7, 8)
+    keys, values = bridge.keys_values(values_in, torch.arange(7)[None])
+    update = bridge(torch.randn(1, 1, 16), torch.zeros(1, 1, dtype=torch.long), keys, values, allowed,
+                    torch.ones(1, 1, 1, 1, dtype=torch.bool))
+    readable = [0, 2, 3, 5]
+    distance = torch.tensor([3.0, 2.0, 1.0, 0.0])
+    expected = []
+    for h in range(4):
+        weights = torch.softmax(-(2.0 ** (-8.0 * (h + 1) / 4)) * distance, 0)
+        expected.append(weights @ values[0, h, readable])
+    torch.testing.assert_close(update[0, 0], torch.cat(expected))
 
 
 def test_parameter_count_matches_appendix_c():
