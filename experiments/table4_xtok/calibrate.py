@@ -250,6 +250,8 @@ def train(args) -> None:
         comp["final_norm"] = bool(args.final_norm)
     if args.read_pending:
         comp["read_pending"] = True
+    if args.recency_bias:
+        comp["recency_bias"] = True
     if args.dc:  # another D_C: data/code_xtok/<stem>.jsonl (rows of prompt, target), or MBPP's train split
         cfg["data"] = write_mbpp_train_dc() if args.dc == "mbpp-train" else args.dc
     tcfg = cfg["train"]
@@ -290,7 +292,7 @@ def train(args) -> None:
     rng = random.Random(args.seed)
     order: list[int] = []
     record = {"tag": args.tag, "settings": {"dc": cfg["data"], "connections": comp.get("connections"), "final_norm": comp.get("final_norm"),
-              "read_pending": bool(comp.get("read_pending")),
+              "read_pending": bool(comp.get("read_pending")), "recency_bias": bool(comp.get("recency_bias")),
               "steps": args.steps, "lr": tcfg["lr"], "warmup_ratio": tcfg["warmup_ratio"], "batch_size": batch,
               "micro_batches": micro, "seed": args.seed}, "counts": counts, "setup": setup, "curve": [], "train_loss": []}
     OUT.mkdir(parents=True, exist_ok=True)
@@ -388,6 +390,7 @@ def main() -> None:
     p.add_argument("--final-norm", type=int, default=None)
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--read-pending", action="store_true", help="the composition also reads mA's tails (read_pending)")
+    p.add_argument("--recency-bias", action="store_true", help="ALiBi bias in the cross-attention (recency_bias)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dc", default=None, help="D_C: a file stem in data/code_xtok/, or mbpp-train (MBPP's train split in the test prompts' layout, "
                    "0-shot; written to data/code_xtok/dc_mbpp_train.jsonl); default: the world's D_C")
