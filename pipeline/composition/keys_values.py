@@ -196,7 +196,7 @@ class CALMKeysValuesMixin:
         new_mask = attention_mask[:, past:]
         if cache is None:
             alignments = self.processor.align(input_ids, new_mask, pending=True)
-            steps = [([r for r in al.ids], [0] * len(al.ids), al.visible, al.tails) for al in alignments]
+            steps = [(al.ids, [0] * len(al.ids), al.visible, al.tails) for al in alignments]
         else:
             if cache.alignment is None:
                 cache.alignment = self.processor.start(input_ids.shape[0], pending=True)
