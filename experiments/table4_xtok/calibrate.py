@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import math
 import os
@@ -190,26 +191,26 @@ def cache_augmenting(model, donor: list | None = None) -> dict:
         return None, out
 
     def pending_states(index, layout):
-        """read_pending: each row's slots (its committed tokens, then its anchor tokens' tails) run alone, once; a
-        batch pads the committed part to its widest row, so the row's tails move to the batch's tail region."""
-        width, rows = layout.committed_width, []
+        """read_pending: each row's slots (its committed tokens and its anchor tokens' tails, in the order the anchor's
+        tokens make them; padding last) run alone, once."""
+        rows = []
         for b in range(layout.ids.shape[0]):
-            real = layout.real[b]
-            committed, tail = int(real[:width].sum()), int(real[width:].sum())
-            where = torch.cat([torch.arange(committed), width + torch.arange(tail)])
-            alone = {name: getattr(layout, name)[b:b + 1, where] for name in ("ids", "real", "ordinal", "owner", "limit")}
-            key = (index, "pending", *(tuple(alone[n][0].tolist()) for n in ("ids", "ordinal", "owner")))
+            n = int(layout.real[b].sum())
+            alone = {name: getattr(layout, name)[b:b + 1, :n] for name in ("ids", "real", "ordinal", "committed")}
+            alone["ancestors"] = layout.ancestors[b:b + 1, :n, :n]
+            key = (index, "pending", tuple(alone["ids"][0].tolist()), tuple(alone["ordinal"][0].tolist()),
+                   hashlib.md5(alone["ancestors"].numpy().tobytes()).hexdigest())  # the paths (saved: no hash())
             if key not in cache:
-                masks = model._pending_masks(index, alone, alone["real"], alone["ordinal"], alone["owner"], 0)
-                _, states = original(index, alone["ids"], masks, alone["ordinal"], None, False)
+                _, states = original(index, alone["ids"], model._pending_masks(index, alone, None), alone["ordinal"],
+                                     None, False)
                 cache[key] = {layer: st[0].detach() for layer, st in states.items()}
-            rows.append((where, cache[key] if not donor else {
-                layer: d.repeat(len(where) // d.shape[0] + 1, 1)[:len(where)] for layer, d in donor[0].items()}))
+            rows.append((n, cache[key] if not donor else {
+                layer: d.repeat(n // d.shape[0] + 1, 1)[:n] for layer, d in donor[0].items()}))
         out = {}
         for layer in rows[0][1]:
             full = torch.zeros(len(rows), layout.ids.shape[1], rows[0][1][layer].shape[-1])
-            for b, (where, r) in enumerate(rows):
-                full[b, where] = r[layer]
+            for b, (n, r) in enumerate(rows):
+                full[b, :n] = r[layer]
             out[layer] = full
         return out
 
@@ -274,7 +275,7 @@ def train(args) -> None:
     for i in sorted(set(CAPTURED) - connected):
         model._augmenting_layers[0][i].register_forward_hook(model._capture_hook(0, i))
     cache_file = Path("models/.calibration") / ("mA-states-" + "-".join(map(str, CAPTURED))
-                                                + ("-pending" if args.read_pending else "") + ".pt")
+                                                + ("-pending-paths" if args.read_pending else "") + ".pt")
     if cache_file.exists():
         cache.update(torch.load(cache_file))
         print("loaded", len(cache), "cached mA rows from", cache_file, flush=True)

@@ -110,10 +110,11 @@ class CALMConfig(PreTrainedConfig):
         f_proj) while training (none at inference). With few held-in examples, the projection otherwise leans on
         whatever features of mA's states single them out, instead of the ones that generalise.
     read_pending (`bool`): cross-tokenizer compositions only. Anchor token t also reads mA's states on the text
-        after mA's committed tokens (its last, unstable chunk), tokenized by mA as the text stands at t and computed
-        for t alone, never committed (alignment.py, `PendingLayout`). Without it mA's freshest state is a chunk
-        behind the anchor (about a word), so its prediction of the next token arrives too late to be read. mA runs
-        on about twice as many tokens. Saved only when true, so compositions made without it keep their bytes.
+        after mA's committed tokens (its last, unstable chunk), tokenized by mA as the text stands at t, never
+        committed as such (alignment.py, `PendingLayout`). Without it mA's freshest state is a chunk behind the
+        anchor (about a word), so its prediction of the next token arrives too late to be read. A tail the text then
+        commits as it was shares its slots, so mA runs on ~1.15 times its tokens. Saved only when true, so
+        compositions made without it keep their bytes.
     layers_per_connection (`int`): how `from_models` chose the default connections (one per block of this many mA
         layers, paper: 4); recorded for the reader. The connections in `augmenting` are what the model uses.
 

@@ -188,11 +188,12 @@ class CALMKeysValuesMixin:
     def _pending_keys_values(self, input_ids, attention_mask, cache, past) -> _AnchorStep:
         """`read_pending`: as `_cross_keys_values`, and anchor token t also reads mA's states on its *tail*, mA's
         tokens of the text after the committed ones, as mA tokenizes that text at t. The tail is unstable (text
-        appended later may retokenize it), so it is never committed: its states are computed on top of the committed
-        tokens for t alone and then dropped (with a cache, mA runs the step's new committed tokens and tails at once,
-        and the tails are cropped off its cache again). Training and decoding still see the same thing: both take
-        the tails from the same `IncrementalAlignment.push`. Given augmenting inputs are not used here: the tails
-        need the alignment itself, so it is made from input_ids."""
+        appended later may retokenize it), so it is never committed as such: its slots (`PendingLayout`) read the
+        committed tokens and the tail before them, and later steps read only the committed path. A tail token that
+        the same step then commits as it was is one slot, computed once. With a cache, mA's cache keeps every slot
+        and the composition masks the tails' out (nothing is cropped). Training and decoding still see the same
+        thing: both take the tails from the same `IncrementalAlignment.push`. Given augmenting inputs are not used
+        here: the tails need the alignment itself, so it is made from input_ids."""
         new_mask = attention_mask[:, past:]
         if cache is None:
             alignments = self.processor.align(input_ids, new_mask, pending=True)
@@ -210,47 +211,39 @@ class CALMKeysValuesMixin:
         keys_values, allowed, has_key, positions = [], [], [], []
         for a, (ids, first, visible, tails) in enumerate(steps):
             layout = pending_layout(ids, first, visible, tails, self.processor.augmenting_pad_ids[a], input_ids.shape[1])
-            layout = {k: (v.to(input_ids.device) if isinstance(v, torch.Tensor) else v) for k, v in vars(layout).items()}
-            previous = cache.augmenting_mask[a] if cache is not None else None
-            past_slots = previous.shape[1] if previous is not None else 0
-            key_real = layout["real"] if previous is None else torch.cat([previous.bool(), layout["real"]], dim=1)
-            past_ordinal = previous.cumsum(-1) - 1 if previous is not None else None
-            key_ordinal = layout["ordinal"] if previous is None else torch.cat([past_ordinal, layout["ordinal"]], dim=1)
-            key_owner = layout["owner"] if previous is None else torch.cat(
-                [torch.full_like(previous, -1), layout["owner"]], dim=1)
-            stored = cache.keys_values[a] if cache is not None else None
-            width, slots = layout["committed_width"], layout["ids"].shape[1]
-            kv = stored
-            if slots > 0:
-                masks = self._pending_masks(a, layout, key_real, key_ordinal, key_owner, past_slots)
+            layout = {k: v.to(input_ids.device) for k, v in vars(layout).items()}
+            previous = cache.augmenting_mask[a].bool() if cache is not None and cache.augmenting_mask[a] is not None \
+                else None  # the committed slots of earlier steps
+            kv = cache.keys_values[a] if cache is not None else None
+            if layout["ids"].shape[1] > 0:
                 augmenting_cache = None
                 if cache is not None:
                     from transformers import DynamicCache
 
                     augmenting_cache = cache.augmenting[a] if cache.augmenting[a] is not None else DynamicCache()
                 augmenting_cache, states = self._run_augmenting(
-                    a, layout["ids"], masks, layout["ordinal"], augmenting_cache, cache is not None,
+                    a, layout["ids"], self._pending_masks(a, layout, previous), layout["ordinal"], augmenting_cache,
+                    cache is not None,
                 )
                 real = layout["real"][..., None]
                 states = {layer: value.masked_fill(~real, 0) for layer, value in states.items()}  # padding: finite
                 fresh = self._keys_values(a, states, layout["ordinal"])
-                kept = [(k[:, :, :width], v[:, :, :width]) for k, v in fresh]
-                stored = kept if stored is None else [
-                    (torch.cat([k0, k1], dim=2), torch.cat([v0, v1], dim=2)) for (k0, v0), (k1, v1) in zip(stored, kept)
+                kv = fresh if kv is None else [
+                    (torch.cat([k0, k1], dim=2), torch.cat([v0, v1], dim=2)) for (k0, v0), (k1, v1) in zip(kv, fresh)
                 ]
-                kv = [(torch.cat([k0, k[:, :, width:]], dim=2), torch.cat([v0, v[:, :, width:]], dim=2))
-                      for (k0, v0), (k, v) in zip(stored, fresh)]
                 if cache is not None:
-                    if slots > width:
-                        augmenting_cache.crop(width - slots)  # the tails were for this step only
-                    cache.augmenting[a], cache.keys_values[a] = augmenting_cache, stored
+                    cache.augmenting[a], cache.keys_values[a] = augmenting_cache, kv
             if cache is not None:
-                cache.augmenting_mask[a] = layout["real"][:, :width].long() if previous is None else torch.cat(
-                    [previous, layout["real"][:, :width].long()], dim=1)
-            committed_key = (key_owner < 0) & key_real
-            anchor_index = torch.arange(input_ids.shape[1], device=input_ids.device)
-            rows = ((committed_key[:, None, :] & (key_ordinal[:, None, :] < layout["visible"][:, :, None]))
-                    | (key_real[:, None, :] & (key_owner[:, None, :] == anchor_index[None, :, None])))[:, None]
+                cache.augmenting_mask[a] = layout["committed"].long() if previous is None else torch.cat(
+                    [previous.long(), layout["committed"].long()], dim=1)
+            # anchor token t reads every committed slot of earlier steps and the path to its frontier in this one
+            frontier = layout["frontier"]
+            batch, length = frontier.shape
+            rows = layout["ancestors"][torch.arange(batch, device=frontier.device)[:, None], frontier.clamp(min=0)]
+            rows = rows & (frontier >= 0)[..., None]
+            if previous is not None:
+                rows = torch.cat([previous[:, None, :].expand(batch, length, -1), rows], dim=-1)
+            rows = rows[:, None]
             row_has_key = rows.any(dim=-1, keepdim=True)
             keys_values.append(kv)
             allowed.append(rows | ~row_has_key)  # such rows attend anywhere; their update is zeroed by has_key
@@ -258,26 +251,23 @@ class CALMKeysValuesMixin:
             positions.append(layout["positions"])
         return _AnchorStep(positions, keys_values, allowed, has_key)
 
-    def _pending_masks(self, index, layout, key_real, key_ordinal, key_owner, past_slots):
-        """mA's attention masks for a `read_pending` step's slots (queries) over its cache and them (keys): a
-        committed slot reads the committed tokens before it, a tail slot the committed tokens its anchor token
-        reads and its tail up to itself; every slot reads itself (so a padding slot is not empty; its states are
-        zeroed after). Counted in tokens (ordinals), also for a sliding window; per layer type if the model has
-        sliding-window layers, else one 4D mask."""
+    def _pending_masks(self, index, layout, previous):
+        """mA's attention masks for a `read_pending` step's slots (queries) over its cache and them (keys): a slot
+        reads the committed slots of earlier steps and its path in this one (itself included, so a padding slot is
+        not empty; its states are zeroed after). Counted in tokens (ordinals), also for a sliding window; per layer
+        type if the model has sliding-window layers, else one 4D mask."""
         config = text_config(self.augmenting[index])
         implementation = getattr(config, "_attn_implementation", None) or "eager"
-        query_ordinal, query_owner = layout["ordinal"][:, :, None], layout["owner"][:, :, None]
-        k_ordinal, k_owner, k_real = key_ordinal[:, None, :], key_owner[:, None, :], key_real[:, None, :]
-        queries, keys = layout["ids"].shape[1], key_real.shape[1]
-        own_slot = (torch.arange(keys, device=key_real.device)[None, :]
-                    == torch.arange(past_slots, past_slots + queries, device=key_real.device)[:, None])[None]
-        committed = k_real & (k_owner < 0) & (k_ordinal < layout["limit"][:, :, None])
-        own_tail = k_real & (query_owner >= 0) & (k_owner == query_owner) & (k_ordinal <= query_ordinal)
-        causal = committed | own_tail | own_slot
+        causal, key_ordinal = layout["ancestors"], layout["ordinal"]
+        if previous is not None:
+            batch, queries = layout["ids"].shape
+            causal = torch.cat([previous[:, None, :].expand(batch, queries, -1), causal], dim=-1)
+            key_ordinal = torch.cat([previous.long().cumsum(-1) - 1, key_ordinal], dim=-1)
         masks = {"full_attention": causal[:, None]}
         window = self._sliding_window(index)
-        if window is not None:
-            masks["sliding_attention"] = (causal & ((query_ordinal - k_ordinal < window) | own_slot))[:, None]
+        if window is not None:  # a slot is always near itself, so no row is empty
+            near = layout["ordinal"][:, :, None] - key_ordinal[:, None, :] < window
+            masks["sliding_attention"] = (causal & near)[:, None]
         if implementation == "eager":  # an additive mask
             lowest = torch.finfo(self.augmenting[index].dtype).min
             masks = {kind: torch.zeros(m.shape, dtype=self.augmenting[index].dtype, device=m.device).masked_fill(

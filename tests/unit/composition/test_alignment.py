@@ -231,6 +231,42 @@ def test_cached_generation_equals_uncached_and_untrained_equals_the_anchor(token
     assert texts == calm.processor.anchor_tokenizer.batch_decode(cached[:, -16:], skip_special_tokens=True)
 
 
+@pytest.mark.parametrize("anchor_name,augmenting_name", DIRECTIONS)
+def test_a_tail_the_step_commits_as_it_was_is_one_slot_and_reads_the_same(tokenizers, anchor_name, augmenting_name,
+                                                                          monkeypatch):
+    """read_pending over whole rows: a tail token that the step then commits as it was is one slot (most are), which
+    changes mA's work, not what the anchor reads: the logits equal those of the layout that gives every tail token a
+    slot of its own."""
+    import functools
+
+    import pipeline.composition.keys_values as keys_values
+    from pipeline.composition.alignment import pending_layout
+
+    calm = compose(tokenizers, anchor_name, augmenting_name, read_pending=True, recency_bias=True)
+    ids, mask = calm.processor.anchor_batch([_code()[2][:300], MULTILINGUAL[4][:120] + MULTILINGUAL[1][:80]])
+    align = calm.processor.align(ids, mask, pending=True)[0]
+    layouts = {share: pending_layout(align.ids, [0, 0], align.visible, align.tails, 0, ids.shape[1], share=share)
+               for share in (True, False)}
+    committed, tail_tokens = sum(map(len, align.ids)), sum(len(t) for row in align.tails for t in row)
+    assert int(layouts[False].real.sum()) == committed + tail_tokens
+    assert int(layouts[True].real.sum()) < committed + tail_tokens / 3  # most tails are committed as they were
+    assert int(layouts[True].committed.sum()) == int(layouts[False].committed.sum()) == committed
+    assert torch.equal(layouts[True].positions, layouts[False].positions)
+    for layout in layouts.values():  # every anchor token's path: its committed tokens, then its tail
+        for b in range(2):
+            for t, end in enumerate(layout.frontier[b].tolist()):
+                path = layout.ids[b][layout.ancestors[b, end]].tolist() if end >= 0 else []
+                assert path == align.ids[b][:align.visible[b][t]] + align.tails[b][t] if t < len(align.tails[b]) \
+                    else True
+    with torch.no_grad():
+        logits = calm(input_ids=ids, attention_mask=mask).logits
+        monkeypatch.setattr(keys_values, "pending_layout", functools.partial(pending_layout, share=False))
+        apart = calm(input_ids=ids, attention_mask=mask).logits
+    real = mask.bool()
+    torch.testing.assert_close(logits[real], apart[real], rtol=1e-4, atol=1e-5)
+    assert not torch.equal(logits[real], calm.anchor(input_ids=ids, attention_mask=mask).logits[real])
+
+
 def test_a_row_that_can_read_no_mA_token_gets_a_zero_update(tokenizers):
     calm = compose(tokenizers)
     batch = calm.processor(["x", "def f(x):\n    return x"])  # "x" is one unfinished chunk: nothing is stable
