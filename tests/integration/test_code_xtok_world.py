@@ -156,6 +156,8 @@ def test_code_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute(tmp_
         train(p, f"code_xtok/{model}")
     infos = {m: json.loads(Path(f"models/code_xtok/{m}/train_info.json").read_text()) for m in ("calm", "lora", "skyline")}
     assert infos["calm"]["cross_tokenizer"] is True
+    saved = json.loads(Path("models/code_xtok/calm/config.json").read_text())   # the world's recipe reached the model
+    assert saved["read_pending"] is True and saved["recency_bias"] is True
     added = infos["calm"]["n_composition_parameters"]
     assert infos["lora"]["lora_match_parameters"] == added and abs(infos["lora"]["n_trainable_parameters"] - added) <= 0.02 * added
     assert len(load_tokenizer("models/code_xtok/mA")) > 150_000   # mA kept Qwen's tokenizer; the LoRA and skyline read mB's
