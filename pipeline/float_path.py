@@ -3,13 +3,18 @@
 The same recipe gives different bytes on different x86-64 CPUs because ATen, MKL and oneDNN each pick the widest
 vector kernels the CPU has, and a wider kernel sums in another order. On a composition that sits near a decision
 edge that is not rounding noise: Table 1's CALM held-out score was 67.0 on an AVX2 machine and 35.3 on an AVX-512
-one, same commit (issue 29). Pinning all three libraries to their AVX2 kernels makes any x86-64 CPU with AVX2 and
-FMA give the bytes the publishing machine gave (`speed/bench_float_path.py` measures what it costs).
+one, same commit (issue 29). Pinning each library's kernels before torch loads takes the CPU's choice away
+(`speed/bench_float_path.py` measures what each path costs; docs/reproducibility.md what each was seen to hold).
 
-    CALM_FLOAT_PATH=avx2     the default: ATen, MKL and oneDNN on AVX2 kernels (what the published figures use)
-    CALM_FLOAT_PATH=native   each library picks for this CPU (faster on AVX-512, figures may differ)
-    CALM_FLOAT_PATH=scalar   ATen's non-vectorized kernels, MKL's compatible path, oneDNN at SSE4.1 (slow): a
-                             third summation order, to check that a recipe does not depend on the float path
+    CALM_FLOAT_PATH=avx2      the default, what the published figures use: ATen, MKL and oneDNN on AVX2 kernels.
+                              Same bytes on the AVX2 machine that published and on an AMD EPYC with AVX-512, but
+                              not on an Intel Xeon with AVX-512 and AMX: MKL's AVX2 path still differs by vendor
+                              (matrix products, and its vector exp), so the models differ in the 6th digit
+    CALM_FLOAT_PATH=portable  ATen and oneDNN on AVX2, MKL on its vendor-neutral path (MKL_CBWR=COMPATIBLE): the
+                              same bytes on both of those CPUs, op by op and through a whole training chain
+    CALM_FLOAT_PATH=native    each library picks for this CPU (faster on AVX-512, figures may differ)
+    CALM_FLOAT_PATH=scalar    ATen's non-vectorized kernels, MKL's compatible path, oneDNN at SSE4.1 (slow): a
+                              third summation order, to check that a recipe does not depend on the float path
 
 A variable the user exported wins over the path's value for it, and the path is then recorded as `custom`. The
 intra-op thread count also changes summation order in MKL; it is part of the runtime (`runtime.threads`,
@@ -28,6 +33,7 @@ ENV = "CALM_FLOAT_PATH"
 DEFAULT = "avx2"
 PATHS = {
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "portable": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"},
     "native": {},
     "scalar": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
 }
@@ -65,7 +71,7 @@ def pin() -> str:
         sys.stderr.write(f"error: {ENV}={requested!r} is not a float path (one of {', '.join(PATHS)})\n")
         raise SystemExit(2)
     path = requested
-    if path == "avx2" and not _has_avx2():
+    if path in ("avx2", "portable") and not _has_avx2():
         path = "native"  # a CPU without AVX2 (or not x86-64) cannot take that path; recorded as what it is
     wanted = PATHS[path]
     user_set = {k for k in VARIABLES if k in os.environ and os.environ[k] != wanted.get(k)}

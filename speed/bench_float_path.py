@@ -4,7 +4,7 @@ Times a composition training step (a CALM of two small Llamas, the Table 1 CPU p
 layers, batch 32 x 48 tokens) on each float path, in fresh processes (the path is chosen before torch loads), and
 prints each path's step time over the native path's:
 
-    native 1.00 | avx2 (the default) r | scalar r
+    native 1.00 | avx2 (the default) r | portable r | scalar r
 
 Processes of the paths alternate, repeats times, and each figure is the median over all its repeats, so that a
 load from other processes hits every path alike. On a CPU whose widest kernels are AVX2 the avx2 path differs
@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2: the published runtime)")
     args = parser.parse_args()
-    paths = ("native", "avx2", "scalar")
+    paths = ("native", "avx2", "portable", "scalar")
     samples: dict[str, list[float]] = {p: [] for p in paths}
     kernels = {}
     for _ in range(args.repeats):
@@ -78,7 +78,7 @@ def main() -> None:
     median = {p: statistics.median(v) for p, v in samples.items()}
     print(f"composition training step, {args.threads} thread(s), median of {args.repeats} x {args.steps} steps:")
     for p in paths:
-        print(f"  {p:7s} ATen {kernels[p]:8s} {median[p] * 1000:7.1f} ms/step")
+        print(f"  {p:8s} ATen {kernels[p]:8s} {median[p] * 1000:7.1f} ms/step")
     print("ratio to native: " + " | ".join(f"{p} {median[p] / median['native']:.2f}" for p in paths))
 
 

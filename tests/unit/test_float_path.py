@@ -29,9 +29,11 @@ def _probe(**env) -> dict:
 
 @pytest.mark.skipif(not float_path._has_avx2(), reason="this CPU has no AVX2: the default path falls back to native")
 def test_importing_pipeline_pins_atens_kernels_before_torch_loads():
-    default, scalar = _probe(), _probe(CALM_FLOAT_PATH="scalar")
+    default, portable, scalar = _probe(), _probe(CALM_FLOAT_PATH="portable"), _probe(CALM_FLOAT_PATH="scalar")
     assert default["capability"] == "AVX2" and default["mkl"] == "AVX2"
     assert default["record"]["float_path"] == "avx2"
+    assert portable["capability"] == "AVX2" and portable["mkl"] == "COMPATIBLE"
+    assert portable["record"]["float_path"] == "portable"
     # the same probe on another path dispatches to other kernels: the variables reach ATen, not just os.environ
     assert scalar["capability"] == "DEFAULT" and scalar["record"]["float_path"] == "scalar"
 
@@ -47,7 +49,7 @@ def test_an_unknown_float_path_is_one_line():
     out = subprocess.run([sys.executable, "-c", "import pipeline"], env={**os.environ, "CALM_FLOAT_PATH": "avx9"},
                          cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == ["error: CALM_FLOAT_PATH='avx9' is not a float path (one of avx2, native, scalar)"]
+    assert out.stderr.strip().splitlines() == ["error: CALM_FLOAT_PATH='avx9' is not a float path (one of avx2, portable, native, scalar)"]
 
 
 def _first_import(tree: ast.Module, names: tuple[str, ...]) -> int | None:
