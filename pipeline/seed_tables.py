@@ -253,6 +253,69 @@ def mcnemar_exact(first: list[int], second: list[int]) -> tuple[int, int, float]
     return b, c, min(1.0, 2 * tail)
 
 
+def sign_flip_exact(differences: list) -> float:
+    """The exact paired sign-flip test of per-item differences (each a Fraction, e.g. a model's pass rate over its
+    seeds minus another's): under the null each difference is as likely negated, and p = P(|sum of the differences
+    with random signs| >= |their sum|), two-sided, by exact enumeration of the sums. On 0/1 verdicts of one run each
+    it is the exact McNemar test (`mcnemar_exact`): the same p."""
+    from fractions import Fraction
+    from math import lcm
+
+    nonzero = [Fraction(d) for d in differences if d]
+    if not nonzero:
+        return 1.0
+    scale = lcm(*(d.denominator for d in nonzero))
+    steps = [abs(int(d * scale)) for d in nonzero]  # integers: the sums' distribution by dynamic programming
+    counts = {0: 1}
+    for step in steps:
+        following: dict[int, int] = {}
+        for total, ways in counts.items():
+            for signed in (step, -step):
+                following[total + signed] = following.get(total + signed, 0) + ways
+        counts = following
+    observed = abs(sum(int(d * scale) for d in nonzero))
+    return sum(ways for total, ways in counts.items() if abs(total) >= observed) / 2 ** len(steps)
+
+
+def _pass_rates(runs: list[dict], name: str) -> dict | None:
+    """Each item's pass rate over `runs` (one per seed), or None when a run records no per-item verdicts of `name`."""
+    from fractions import Fraction
+
+    verdicts = [(r["metrics"].get(name) or {}).get("per_item") for r in runs]
+    if any(v is None for v in verdicts) or any(set(v) != set(verdicts[0]) for v in verdicts):
+        return None
+    return {k: Fraction(sum(v[k] for v in verdicts), len(verdicts)) for k in verdicts[0]}
+
+
+def _paired_over_seeds(a: str, b: str, rows: list[dict], runs: dict) -> str | None:
+    """Where a column has several runs (seeds): the sign-flip test over problems on each problem's pass rate over
+    every run of each column, per pass@1 row and pooled; None when both columns have one run."""
+    if len(runs[a]) < 2 and len(runs[b]) < 2:
+        return None
+    parts, pooled, names = [], [], []
+    for row in rows:
+        if row.get("group") is not None or row["set"] in names:
+            continue
+        ra, rb = _pass_rates(runs[a], row["set"]), _pass_rates(runs[b], row["set"])
+        if ra is None or rb is None:
+            continue
+        if set(ra) != set(rb):
+            raise PipelineError(f"paired test {a} vs {b}: set {row['set']} holds other items in the two columns' runs")
+        differences = [ra[k] - rb[k] for k in sorted(ra)]
+        better, worse = sum(1 for d in differences if d > 0), sum(1 for d in differences if d < 0)
+        parts.append(f"{row['set']} (n={len(differences)}): {a} higher on {better}, {b} on {worse}, "
+                     f"p = {sign_flip_exact(differences):.3g}")
+        pooled += differences
+        names.append(row["set"])
+    if not parts:
+        return None
+    if len(names) > 1:
+        parts.append(f"pooled (n={len(pooled)}): {sum(1 for d in pooled if d > 0)} vs {sum(1 for d in pooled if d < 0)}, "
+                     f"p = {sign_flip_exact(pooled):.3g}")
+    return (f"paired test {a} vs {b} over all runs ({len(runs[a])} of {a}, {len(runs[b])} of {b}; exact sign-flip test "
+            f"over problems of each problem's pass rate over its runs, two-sided): " + "; ".join(parts))
+
+
 def _paired_lines(world: str, block: dict, rows: list[dict], runs: dict) -> list[str]:
     """`paired: [[A, B], ...]` (column titles): an exact McNemar test over the items of each pass@1 row whose set
     records its per-item verdicts (`per_item: true`), on each column's default run, and over those rows pooled."""
@@ -286,6 +349,9 @@ def _paired_lines(world: str, block: dict, rows: list[dict], runs: dict) -> list
             only_a, only_b, pv = mcnemar_exact(pooled_a, pooled_b)
             parts.append(f"pooled {' + '.join(names)} (n={len(pooled_a)}): {only_a} vs {only_b}, p = {pv:.3g}")
         lines.append(f"paired test {a} vs {b} (exact McNemar, two-sided, over problems, default runs): " + "; ".join(parts))
+        over_seeds = _paired_over_seeds(a, b, rows, runs)
+        if over_seeds:
+            lines.append(over_seeds)
     return lines
 
 

@@ -214,3 +214,32 @@ def test_report_bytes_do_not_depend_on_training_seconds(tmp_path, monkeypatch):
         record.write_text(json.dumps(dict(json.loads(record.read_text()), seconds_this_run=77.0)))
     assert build_table("table5", p)[0] == first
     assert "CALM (calm): 233,472 parameters added (cross-attention), 1500 steps;" in first
+
+
+def test_the_sign_flip_test_is_mcnemar_on_one_run_each_and_exact_over_seeds():
+    import random
+    from fractions import Fraction
+
+    from pipeline.seed_tables import _paired_over_seeds, mcnemar_exact, sign_flip_exact
+
+    rng = random.Random(0)
+    for _ in range(50):  # one run each: 0/1 verdicts, and the two tests give the same p
+        n = rng.randint(1, 30)
+        first, second = [rng.randint(0, 1) for _ in range(n)], [rng.randint(0, 1) for _ in range(n)]
+        assert sign_flip_exact([x - y for x, y in zip(first, second)]) == pytest.approx(mcnemar_exact(first, second)[2])
+    # pass rates over three seeds, by hand: of the 8 sign patterns of (1, 2/3, 1/3), only all-plus and all-minus
+    # reach |sum| >= 2
+    assert sign_flip_exact([Fraction(1), Fraction(2, 3), Fraction(1, 3), 0]) == 0.25
+    assert sign_flip_exact([0, 0]) == 1.0
+
+    def run(verdicts):
+        return {"metrics": {"cc_test": {"per_item": dict(zip("abcd", verdicts))}}}
+
+    runs = {"CALM": [run([1, 1, 1, 0]), run([1, 1, 0, 0]), run([1, 0, 0, 0])], "mB": [run([0, 0, 0, 0])]}
+    line = _paired_over_seeds("CALM", "mB", [{"set": "cc_test"}], runs)
+    assert line.startswith("paired test CALM vs mB over all runs (3 of CALM, 1 of mB;")
+    assert "cc_test (n=4): CALM higher on 3, mB on 0, p = 0.25" in line
+    assert _paired_over_seeds("CALM", "mB", [{"set": "cc_test"}], {"CALM": runs["CALM"][:1], "mB": runs["mB"]}) is None
+    runs["mB"] = [{"metrics": {"cc_test": {"per_item": {"a": 0, "b": 0, "c": 0, "z": 0}}}}]
+    with pytest.raises(PipelineError, match="holds other items"):
+        _paired_over_seeds("CALM", "mB", [{"set": "cc_test"}], runs)
