@@ -253,8 +253,10 @@ def train(args) -> None:
         comp["read_pending"] = True
     if args.recency_bias:
         comp["recency_bias"] = True
-    if args.dc:  # another D_C: data/code_xtok/<stem>.jsonl (rows of prompt, target), or MBPP's train split
-        cfg["data"] = write_mbpp_train_dc() if args.dc == "mbpp-train" else args.dc
+    if args.dc:  # another D_C: data/code_xtok/<stem>.jsonl (rows of prompt, target), or MBPP's train split; with
+        # commas, several files mixed as the stage mixes a data list (e.g. composition_train,english_train: replay)
+        stems = [write_mbpp_train_dc() if stem == "mbpp-train" else stem for stem in args.dc.split(",")]
+        cfg["data"] = stems[0] if len(stems) == 1 else stems
     tcfg = cfg["train"]
     tcfg.update(steps=args.steps, lr=args.lr, warmup_ratio=args.warmup)
     micro = int(params["worlds"][WORLD].get("micro_batches", 1))
@@ -394,7 +396,8 @@ def main() -> None:
     p.add_argument("--recency-bias", action="store_true", help="ALiBi bias in the cross-attention (recency_bias)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dc", default=None, help="D_C: a file stem in data/code_xtok/, or mbpp-train (MBPP's train split in the test prompts' layout, "
-                   "0-shot; written to data/code_xtok/dc_mbpp_train.jsonl); default: the world's D_C")
+                   "0-shot; written to data/code_xtok/dc_mbpp_train.jsonl); several, comma-separated, are mixed as the stage mixes a "
+                   "data list (composition_train,english_train: English replay); default: the world's D_C")
     p.add_argument("--sets", default=None, help="only these dev sets (comma-separated)")
     p.add_argument("--skip-step0", action="store_true")
     p.add_argument("--save", action="store_true")
