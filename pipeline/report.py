@@ -28,7 +28,8 @@ from pipeline.layout import SUMMARY_FILE, data_dir, table_path
 from pipeline.params import load_params
 from pipeline.report_cells import METRIC_NAMES, _fmt, _grading_lines, _metrics, _model_line, _models_behind, table_conf
 from pipeline.seed_tables import _row_metric, build_seed_table, row_value
-from pipeline.seed_tables import build_digests, mcnemar_exact, run_digest  # noqa: F401 (imported from here)
+from pipeline.report_cells import mcnemar_exact  # noqa: F401 (imported from here)
+from pipeline.seed_tables import build_digests, run_digest  # noqa: F401 (imported from here)
 from pipeline.worlds import get_world
 
 

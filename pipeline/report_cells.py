@@ -1,6 +1,7 @@
 """What every report table shares (pipeline/report.py, pipeline/seed_tables.py): metric names, figures as printed,
 the metrics a model's evaluation wrote, each model's line under a table (what it is, how it differs from its
-reference), the grading of the table's sets."""
+reference), the grading of the table's sets, and the paired tests of a block's pass@1 rows (McNemar's exact test
+on one run each, an exact sign-flip test over problems where a column has several seeds)."""
 from __future__ import annotations
 
 import json
@@ -102,4 +103,123 @@ def _grading_lines(sets: dict, rows: list[dict]) -> list[str]:
         lines.append(f"grading: {', '.join(calculated)} with a calculator (GSM8K's `<<a op b=c>>` annotations): an answer "
                      "that opens with a calculation `a op b =` is graded on its value, not on the number written after it;"
                      " the model is graded on reading the problem (operands and operation), not on doing the sum")
+    return lines
+
+
+def mcnemar_exact(first: list[int], second: list[int]) -> tuple[int, int, float]:
+    """The exact McNemar test of two models' verdicts on the same items (1 = solved): (items only the first solves,
+    items only the second solves, two-sided p). Under the null each discordant item is the first's with probability
+    1/2: p = min(1, 2 * P[Binomial(b + c, 1/2) <= min(b, c)]); no discordant item gives p = 1."""
+    from math import comb
+
+    if len(first) != len(second):
+        raise PipelineError(f"paired test: {len(first)} verdicts against {len(second)}")
+    b = sum(1 for x, y in zip(first, second) if x and not y)
+    c = sum(1 for x, y in zip(first, second) if y and not x)
+    n = b + c
+    if n == 0:
+        return b, c, 1.0
+    tail = sum(comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
+    return b, c, min(1.0, 2 * tail)
+
+
+def sign_flip_exact(differences: list) -> float:
+    """The exact paired sign-flip test of per-item differences (each a Fraction, e.g. a model's pass rate over its
+    seeds minus another's): under the null each difference is as likely negated, and p = P(|sum of the differences
+    with random signs| >= |their sum|), two-sided, by exact enumeration of the sums. On 0/1 verdicts of one run each
+    it is the exact McNemar test (`mcnemar_exact`): the same p."""
+    from fractions import Fraction
+    from math import lcm
+
+    nonzero = [Fraction(d) for d in differences if d]
+    if not nonzero:
+        return 1.0
+    scale = lcm(*(d.denominator for d in nonzero))
+    steps = [abs(int(d * scale)) for d in nonzero]  # integers: the sums' distribution by dynamic programming
+    counts = {0: 1}
+    for step in steps:
+        following: dict[int, int] = {}
+        for total, ways in counts.items():
+            for signed in (step, -step):
+                following[total + signed] = following.get(total + signed, 0) + ways
+        counts = following
+    observed = abs(sum(int(d * scale) for d in nonzero))
+    return sum(ways for total, ways in counts.items() if abs(total) >= observed) / 2 ** len(steps)
+
+
+def _pass_rates(runs: list[dict], name: str) -> dict | None:
+    """Each item's pass rate over `runs` (one per seed), or None when a run records no per-item verdicts of `name`."""
+    from fractions import Fraction
+
+    verdicts = [(r["metrics"].get(name) or {}).get("per_item") for r in runs]
+    if any(v is None for v in verdicts) or any(set(v) != set(verdicts[0]) for v in verdicts):
+        return None
+    return {k: Fraction(sum(v[k] for v in verdicts), len(verdicts)) for k in verdicts[0]}
+
+
+def _paired_over_seeds(a: str, b: str, rows: list[dict], runs: dict) -> str | None:
+    """Where a column has several runs (seeds): the sign-flip test over problems on each problem's pass rate over
+    every run of each column, per pass@1 row and pooled; None when both columns have one run."""
+    if len(runs[a]) < 2 and len(runs[b]) < 2:
+        return None
+    parts, pooled, names = [], [], []
+    for row in rows:
+        if row.get("group") is not None or row["set"] in names:
+            continue
+        ra, rb = _pass_rates(runs[a], row["set"]), _pass_rates(runs[b], row["set"])
+        if ra is None or rb is None:
+            continue
+        if set(ra) != set(rb):
+            raise PipelineError(f"paired test {a} vs {b}: set {row['set']} holds other items in the two columns' runs")
+        differences = [ra[k] - rb[k] for k in sorted(ra)]
+        better, worse = sum(1 for d in differences if d > 0), sum(1 for d in differences if d < 0)
+        parts.append(f"{row['set']} (n={len(differences)}): {a} higher on {better}, {b} on {worse}, "
+                     f"p = {sign_flip_exact(differences):.3g}")
+        pooled += differences
+        names.append(row["set"])
+    if not parts:
+        return None
+    if len(names) > 1:
+        parts.append(f"pooled (n={len(pooled)}): {sum(1 for d in pooled if d > 0)} vs {sum(1 for d in pooled if d < 0)}, "
+                     f"p = {sign_flip_exact(pooled):.3g}")
+    return (f"paired test {a} vs {b} over all runs ({len(runs[a])} of {a}, {len(runs[b])} of {b}; exact sign-flip test "
+            f"over problems of each problem's pass rate over its runs, two-sided): " + "; ".join(parts))
+
+
+def _paired_lines(world: str, block: dict, rows: list[dict], runs: dict) -> list[str]:
+    """`paired: [[A, B], ...]` (column titles): an exact McNemar test over the items of each pass@1 row whose set
+    records its per-item verdicts (`per_item: true`), on each column's default run, and over those rows pooled."""
+    lines = []
+    for pair in block.get("paired") or []:
+        if len(pair) != 2 or any(t not in block["columns"] for t in pair):
+            raise PipelineError(f"reports: block {world}'s paired entry {pair!r} must name two of its columns "
+                                f"({', '.join(block['columns'])})")
+        a, b = pair
+        if not runs[a] or not runs[b]:
+            lines.append(f"paired test {a} vs {b}: not run (a column has no run)")
+            continue
+        ma, mb = runs[a][0]["metrics"], runs[b][0]["metrics"]
+        parts, pooled_a, pooled_b, names = [], [], [], []
+        for row in rows:
+            ia, ib = (ma.get(row["set"]) or {}).get("per_item"), (mb.get(row["set"]) or {}).get("per_item")
+            if ia is None or ib is None or row.get("group") is not None or row["set"] in names:
+                continue
+            if set(ia) != set(ib):
+                raise PipelineError(f"paired test {a} vs {b}: set {row['set']} holds other items in the two runs")
+            keys = sorted(ia)
+            va, vb = [ia[k] for k in keys], [ib[k] for k in keys]
+            only_a, only_b, pv = mcnemar_exact(va, vb)
+            parts.append(f"{row['set']} (n={len(keys)}): {a} alone solves {only_a}, {b} alone {only_b}, p = {pv:.3g}")
+            pooled_a += va
+            pooled_b += vb
+            names.append(row["set"])
+        if not parts:
+            continue
+        if len(names) > 1:
+            only_a, only_b, pv = mcnemar_exact(pooled_a, pooled_b)
+            parts.append(f"pooled {' + '.join(names)} (n={len(pooled_a)}): {only_a} vs {only_b}, p = {pv:.3g}")
+        lines.append(f"paired test {a} vs {b} (exact McNemar, two-sided, over problems, default runs): " + "; ".join(parts))
+        over_seeds = _paired_over_seeds(a, b, rows, runs)
+        if over_seeds:
+            lines.append(over_seeds)
     return lines

@@ -220,7 +220,7 @@ def test_the_sign_flip_test_is_mcnemar_on_one_run_each_and_exact_over_seeds():
     import random
     from fractions import Fraction
 
-    from pipeline.seed_tables import _paired_over_seeds, mcnemar_exact, sign_flip_exact
+    from pipeline.report_cells import _paired_over_seeds, mcnemar_exact, sign_flip_exact
 
     rng = random.Random(0)
     for _ in range(50):  # one run each: 0/1 verdicts, and the two tests give the same p
