@@ -5,11 +5,11 @@ import pytest
 
 
 # `make test` runs the suite on two workers (pytest-xdist, `--dist loadgroup`: each test its own work unit, handed
-# out in collection order, except the tests of one xdist group, which go to one worker together). The one end-to-end `dvc repro` (tests/e2e/test_pipeline_smoke.py: every CPU world, a Python
-# process per stage) is the longest test by far: started first, the rest of the suite fills the other worker beside
-# it instead of waiting behind it. Then the SIGKILL/resume and several-process tests (processes of their own) and
-# the presets' stand-in chains (a real pretrained model through every stage, in-process). Within each rank the
-# usual order is kept.
+# out in collection order, except the tests of one xdist group, which go to one worker together). The one
+# end-to-end `dvc repro` (tests/e2e/test_pipeline_smoke.py: every CPU world, a Python process per stage) is the
+# longest test by far: started first, the rest of the suite fills the other worker beside it instead of waiting
+# behind it. Then the SIGKILL/resume and several-process tests (processes of their own) and the presets' stand-in
+# chains (a real pretrained model through every stage, in-process). Within each rank the usual order is kept.
 _LONG_FIRST = ("tests/e2e/test_pipeline_smoke.py", "tests/process/test_train_resume.py",
                "tests/process/test_distributed.py", "stand_in")
 
