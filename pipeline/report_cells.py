@@ -157,29 +157,39 @@ def _pass_rates(runs: list[dict], name: str) -> dict | None:
     return {k: Fraction(sum(v[k] for v in verdicts), len(verdicts)) for k in verdicts[0]}
 
 
+def _paired_sets(a: str, b: str, rows: list[dict], runs_a: list[dict], runs_b: list[dict]) -> list[tuple[str, list, list]]:
+    """The pass@1 rows (one per set) whose per-item verdicts both columns' runs record: (set, a's pass rate of each
+    item, b's), items in one order."""
+    sets = []
+    for row in rows:
+        if row.get("group") is not None or row["set"] in (name for name, _, _ in sets):
+            continue
+        ra, rb = _pass_rates(runs_a, row["set"]), _pass_rates(runs_b, row["set"])
+        if ra is None or rb is None:
+            continue
+        if set(ra) != set(rb):
+            raise PipelineError(f"paired test {a} vs {b}: set {row['set']} holds other items in the two runs")
+        keys = sorted(ra)
+        sets.append((row["set"], [ra[k] for k in keys], [rb[k] for k in keys]))
+    return sets
+
+
 def _paired_over_seeds(a: str, b: str, rows: list[dict], runs: dict) -> str | None:
     """Where a column has several runs (seeds): the sign-flip test over problems on each problem's pass rate over
     every run of each column, per pass@1 row and pooled; None when both columns have one run."""
     if len(runs[a]) < 2 and len(runs[b]) < 2:
         return None
-    parts, pooled, names = [], [], []
-    for row in rows:
-        if row.get("group") is not None or row["set"] in names:
-            continue
-        ra, rb = _pass_rates(runs[a], row["set"]), _pass_rates(runs[b], row["set"])
-        if ra is None or rb is None:
-            continue
-        if set(ra) != set(rb):
-            raise PipelineError(f"paired test {a} vs {b}: set {row['set']} holds other items in the two columns' runs")
-        differences = [ra[k] - rb[k] for k in sorted(ra)]
+    parts, pooled = [], []
+    sets = _paired_sets(a, b, rows, runs[a], runs[b])
+    for name, va, vb in sets:
+        differences = [x - y for x, y in zip(va, vb)]
         better, worse = sum(1 for d in differences if d > 0), sum(1 for d in differences if d < 0)
-        parts.append(f"{row['set']} (n={len(differences)}): {a} higher on {better}, {b} on {worse}, "
+        parts.append(f"{name} (n={len(differences)}): {a} higher on {better}, {b} on {worse}, "
                      f"p = {sign_flip_exact(differences):.3g}")
         pooled += differences
-        names.append(row["set"])
     if not parts:
         return None
-    if len(names) > 1:
+    if len(sets) > 1:
         parts.append(f"pooled (n={len(pooled)}): {sum(1 for d in pooled if d > 0)} vs {sum(1 for d in pooled if d < 0)}, "
                      f"p = {sign_flip_exact(pooled):.3g}")
     return (f"paired test {a} vs {b} over all runs ({len(runs[a])} of {a}, {len(runs[b])} of {b}; exact sign-flip test "
@@ -188,7 +198,8 @@ def _paired_over_seeds(a: str, b: str, rows: list[dict], runs: dict) -> str | No
 
 def _paired_lines(world: str, block: dict, rows: list[dict], runs: dict) -> list[str]:
     """`paired: [[A, B], ...]` (column titles): an exact McNemar test over the items of each pass@1 row whose set
-    records its per-item verdicts (`per_item: true`), on each column's default run, and over those rows pooled."""
+    records its per-item verdicts (`per_item: true`), on each column's default run, and over those rows pooled; and
+    where a column has several runs, the sign-flip test over all of them (`_paired_over_seeds`)."""
     lines = []
     for pair in block.get("paired") or []:
         if len(pair) != 2 or any(t not in block["columns"] for t in pair):
@@ -198,26 +209,19 @@ def _paired_lines(world: str, block: dict, rows: list[dict], runs: dict) -> list
         if not runs[a] or not runs[b]:
             lines.append(f"paired test {a} vs {b}: not run (a column has no run)")
             continue
-        ma, mb = runs[a][0]["metrics"], runs[b][0]["metrics"]
-        parts, pooled_a, pooled_b, names = [], [], [], []
-        for row in rows:
-            ia, ib = (ma.get(row["set"]) or {}).get("per_item"), (mb.get(row["set"]) or {}).get("per_item")
-            if ia is None or ib is None or row.get("group") is not None or row["set"] in names:
-                continue
-            if set(ia) != set(ib):
-                raise PipelineError(f"paired test {a} vs {b}: set {row['set']} holds other items in the two runs")
-            keys = sorted(ia)
-            va, vb = [ia[k] for k in keys], [ib[k] for k in keys]
+        sets = _paired_sets(a, b, rows, runs[a][:1], runs[b][:1])
+        if not sets:
+            continue
+        parts, pooled_a, pooled_b = [], [], []
+        for name, va, vb in sets:
             only_a, only_b, pv = mcnemar_exact(va, vb)
-            parts.append(f"{row['set']} (n={len(keys)}): {a} alone solves {only_a}, {b} alone {only_b}, p = {pv:.3g}")
+            parts.append(f"{name} (n={len(va)}): {a} alone solves {only_a}, {b} alone {only_b}, p = {pv:.3g}")
             pooled_a += va
             pooled_b += vb
-            names.append(row["set"])
-        if not parts:
-            continue
-        if len(names) > 1:
+        if len(sets) > 1:
             only_a, only_b, pv = mcnemar_exact(pooled_a, pooled_b)
-            parts.append(f"pooled {' + '.join(names)} (n={len(pooled_a)}): {only_a} vs {only_b}, p = {pv:.3g}")
+            parts.append(f"pooled {' + '.join(name for name, _, _ in sets)} (n={len(pooled_a)}): {only_a} vs {only_b}, "
+                         f"p = {pv:.3g}")
         lines.append(f"paired test {a} vs {b} (exact McNemar, two-sided, over problems, default runs): " + "; ".join(parts))
         over_seeds = _paired_over_seeds(a, b, rows, runs)
         if over_seeds:
