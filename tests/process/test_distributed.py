@@ -138,12 +138,20 @@ def test_only_the_main_process_writes(trained):
     assert sorted(p.name for p in _model(two).iterdir()) == sorted(p.name for p in _model(trained[1][0]).iterdir())
 
 
-def test_a_killed_process_leaves_nothing_that_looks_done(template, tmp_path):
-    workdir = tmp_path / "killed"
+@pytest.fixture(scope="module")
+def killed(template):
+    """A 2-process training of the composition whose rank 1 was SIGKILLed after step 3 (torchrun then stops rank 0):
+    the workdir it left, read as it is by one test and resumed in a copy by another."""
+    workdir = template.parent / "killed"
     shutil.copytree(template, workdir)
     r = _run(workdir, str(ROOT / "tests" / "support" / "_kill_at.py"), "step", "3", f"{WORLD}/calm", processes=2,
              CALM_KILL_RANK="1")
     assert r.returncode != 0
+    return workdir
+
+
+def test_a_killed_process_leaves_nothing_that_looks_done(killed):
+    workdir = killed
     assert not _model(workdir).exists(), "a killed run must leave no model that looks done"
     assert not list((workdir / "models").rglob(".*.tmp"))
     # the checkpoint of step 2 is whole (both processes' RNG states), so a rerun resumes from it
@@ -170,14 +178,11 @@ def test_sharded_evaluation_writes_the_one_process_predictions(trained):
 
 
 @pytest.mark.slow
-def test_two_processes_resume_after_sigkill(template, trained, tmp_path):
-    """rank 1 SIGKILLed after step 3 (torchrun stops rank 0), rerun under 2 processes: it resumes from
-    checkpoint-2 and ends with the uninterrupted 2-process run's weights and train_info, bitwise."""
+def test_two_processes_resume_after_sigkill(killed, trained, tmp_path):
+    """The killed run (rank 1 SIGKILLed after step 3), rerun under 2 processes: it resumes from checkpoint-2 and
+    ends with the uninterrupted 2-process run's weights and train_info, bitwise."""
     workdir = tmp_path / "resumed"
-    shutil.copytree(template, workdir)
-    r = _run(workdir, str(ROOT / "tests" / "support" / "_kill_at.py"), "step", "3", f"{WORLD}/calm", processes=2,
-             CALM_KILL_RANK="1")
-    assert r.returncode != 0 and not _model(workdir).exists()
+    shutil.copytree(killed, workdir)
     r = _run(workdir, "-m", "pipeline.train", f"{WORLD}/calm", processes=2)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "resuming from" in r.stderr
