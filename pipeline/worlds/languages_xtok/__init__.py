@@ -12,10 +12,37 @@ One job a file:
   splits.py        `build`: the world's splits (D_C in the evaluation's prompt layout, the FLORES test and dev
                    rows, English prose for anchor replay and bits per byte), the floors, and `benchmark_files`
   reporting.py     `report_lines`: what is evaluated, D_C, and the floors per language
+  back_translation.py  a D_C that mA makes (`synthesize`, method back_translation): English sentences put into the
+                   languages by mA, paired with the English they came from
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+from pipeline.errors import PipelineError
 from pipeline.worlds.languages_xtok.reporting import report_lines
 from pipeline.worlds.languages_xtok.splits import benchmark_files, build
 
-__all__ = ["benchmark_files", "build", "report_lines"]
+__all__ = ["benchmark_files", "build", "report_lines", "synthesize"]
+
+METHODS = ("back_translation",)
+
+
+def synthesize(params: dict, world: str, cfg: dict, made_by: Path) -> tuple[list[dict], list[dict], dict]:
+    """A synthesized set (pipeline/synthesize.py): (rows, candidates, summary). made_by: the folder of the model
+    `cfg["by"]` names, with its own tokenizer."""
+    from pipeline.layout import data_dir
+    from pipeline.tokenization import load_tokenizer
+    from pipeline.training.kinds import load_trained_model
+    from pipeline.worlds.languages_xtok import back_translation as bt
+
+    if cfg.get("method") not in METHODS:
+        raise PipelineError(f"worlds.{world}.synthesized: method {cfg.get('method')!r} is not one of {', '.join(METHODS)}")
+    tokenizer = load_tokenizer(made_by)
+    model = load_trained_model(made_by).eval()
+    candidates = bt.back_translate(model, tokenizer, params["worlds"][world]["data"], data_dir(world), cfg,
+                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
+    rows = bt.as_rows(candidates, int(cfg["seed"]), task="back_translated")
+    return rows, candidates, {"dropped": bt.dropped(candidates, cfg["keep"]),
+                              "per_language": {x: sum(r["group"] == x for r in rows) for x in cfg["languages"]}}
