@@ -43,6 +43,8 @@ def synthesized_spec(params: dict, key: str) -> tuple[str, str, dict]:
 
 
 def synthesize(params: dict, key: str) -> dict:
+    from pipeline.tokenization import load_tokenizer
+    from pipeline.training.kinds import load_trained_model
     from pipeline.training.trainer import set_threads
 
     world, name, cfg = synthesized_spec(params, key)
@@ -54,7 +56,9 @@ def synthesize(params: dict, key: str) -> dict:
         raise PipelineError(f"synthesize {key}: its model {made_by} is not built (dvc repro train@{world}/{cfg['by']})")
     set_threads(params.get("runtime") or {})
     start = time.process_time()
-    rows, candidates, summary = module.synthesize(params, world, cfg, made_by)
+    tokenizer = load_tokenizer(made_by)   # the model's own (a cross-tokenizer world's mA reads its own)
+    model = load_trained_model(made_by).eval()
+    rows, candidates, summary = module.synthesize(params, world, cfg, model, tokenizer)
     seconds = round(time.process_time() - start)
     if not rows:
         raise PipelineError(f"synthesize {key}: none of the {len(candidates)} candidates {cfg['by']} made was kept "

@@ -16,7 +16,7 @@ from pipeline.code_deps import imported_modules, package_modules
 # import each other (acyclically). A module belongs to the part naming it or the package holding it.
 LAYERS = (
     ("stages", [("pipeline.params", "pipeline.stages", "pipeline.checks", "pipeline.code_deps",
-                 "pipeline.build_data", "pipeline.tokenizer", "pipeline.train", "pipeline.evaluate",
+                 "pipeline.build_data", "pipeline.tokenizer", "pipeline.synthesize", "pipeline.train", "pipeline.evaluate",
                  "pipeline.report", "pipeline.report_cells", "pipeline.seed_tables", "pipeline.figure", "pipeline.sweep",
                  "pipeline.records", "pipeline.launch",
                  # the benchmark command line: an entry point, which loads its model through the one loader

@@ -18,7 +18,6 @@ One job a file:
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.worlds.languages_xtok.reporting import report_lines
@@ -29,18 +28,14 @@ __all__ = ["benchmark_files", "build", "report_lines", "synthesize"]
 METHODS = ("back_translation",)
 
 
-def synthesize(params: dict, world: str, cfg: dict, made_by: Path) -> tuple[list[dict], list[dict], dict]:
-    """A synthesized set (pipeline/synthesize.py): (rows, candidates, summary). made_by: the folder of the model
-    `cfg["by"]` names, with its own tokenizer."""
+def synthesize(params: dict, world: str, cfg: dict, model, tokenizer) -> tuple[list[dict], list[dict], dict]:
+    """A synthesized set (pipeline/synthesize.py): (rows, candidates, summary); model and tokenizer: those of the
+    model `cfg["by"]` names, loaded by the stage."""
     from pipeline.layout import data_dir
-    from pipeline.tokenization import load_tokenizer
-    from pipeline.training.kinds import load_trained_model
     from pipeline.worlds.languages_xtok import back_translation as bt
 
     if cfg.get("method") not in METHODS:
         raise PipelineError(f"worlds.{world}.synthesized: method {cfg.get('method')!r} is not one of {', '.join(METHODS)}")
-    tokenizer = load_tokenizer(made_by)
-    model = load_trained_model(made_by).eval()
     candidates = bt.back_translate(model, tokenizer, params["worlds"][world]["data"], data_dir(world), cfg,
                                    progress=lambda line: print(line, file=sys.stderr, flush=True))
     rows = bt.as_rows(candidates, int(cfg["seed"]), task="back_translated")
