@@ -58,7 +58,7 @@ def synthesize(params: dict, key: str) -> dict:
     start = time.process_time()
     tokenizer = load_tokenizer(made_by)   # the model's own (a cross-tokenizer world's mA reads its own)
     model = load_trained_model(made_by).eval()
-    rows, candidates, summary = module.synthesize(params, world, cfg, model, tokenizer)
+    rows, candidates, summary = module.synthesize(params, world, name, cfg, model, tokenizer)
     seconds = round(time.process_time() - start)
     if not rows:
         raise PipelineError(f"synthesize {key}: none of the {len(candidates)} candidates {cfg['by']} made was kept "

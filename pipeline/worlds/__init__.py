@@ -8,7 +8,7 @@ conf/world/ entry, with no registry to edit. A world module exposes:
     report_lines(cfg, summary) -> list[str]   optional: world-specific lines under its report tables
     random_prefixes(cfg, n, seed, data_dir, pool)  optional: value-free prompt prefixes (`prefix_fraction`, `prefix_pool`)
     benchmark_files(cfg) -> list[Path]        optional: the benchmark files build() reads (benchmark_files below)
-    synthesize(params, world, cfg, model, tokenizer) -> (rows, candidates, summary)
+    synthesize(params, world, name, cfg, model, tokenizer) -> (rows, candidates, summary)
                                               optional: a training set one of the world's models makes
                                               (`worlds.<name>.synthesized.<set>`: pipeline/synthesize.py)
 

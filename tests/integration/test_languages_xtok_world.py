@@ -115,6 +115,7 @@ def test_languages_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute
     for row in bt_rows:
         c = by_target[row["target"]]
         assert row["prompt"] == translation_prompt(c["group"], c["source"], []) and row["group"] == c["group"]
+        assert row["task"] == "bt_english"
     calm_info = json.loads((repo / "models/languages_xtok/calm/train_info.json").read_text())
     assert calm_info["n_training_rows"] == len(bt_rows), calm_info
     # made again: the same bytes (greedy; no seconds in the folder), so DVC reruns nothing downstream

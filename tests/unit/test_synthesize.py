@@ -80,10 +80,10 @@ def test_rows_are_the_kept_candidates_in_a_seeded_order_as_zero_shot_prompts():
     from pipeline.worlds.languages_xtok.splits import translation_prompt
 
     candidates = [dict(_candidate(english=f"Sentence number {i}.", source=f"Zdanie {i}."), kept=i % 3 != 0) for i in range(12)]
-    rows = as_rows(candidates, seed=0, task="back_translated")
+    rows = as_rows(candidates, seed=0, task="bt_english")
     assert sorted(r["target"] for r in rows) == sorted(f" Sentence number {i}.\n" for i in range(12) if i % 3)
-    assert rows == as_rows(candidates, seed=0, task="back_translated")
-    assert [r["target"] for r in rows] != [r["target"] for r in as_rows(candidates, seed=1, task="back_translated")]
+    assert rows == as_rows(candidates, seed=0, task="bt_english")
+    assert [r["target"] for r in rows] != [r["target"] for r in as_rows(candidates, seed=1, task="bt_english")]
     for r in rows:
         i = int(r["target"].split()[-1].rstrip("."))
         assert r["prompt"] == translation_prompt("pol_Latn", f"Zdanie {i}.", []) and r["group"] == "pol_Latn"

@@ -28,9 +28,9 @@ __all__ = ["benchmark_files", "build", "report_lines", "synthesize"]
 METHODS = ("back_translation",)
 
 
-def synthesize(params: dict, world: str, cfg: dict, model, tokenizer) -> tuple[list[dict], list[dict], dict]:
-    """A synthesized set (pipeline/synthesize.py): (rows, candidates, summary); model and tokenizer: those of the
-    model `cfg["by"]` names, loaded by the stage."""
+def synthesize(params: dict, world: str, name: str, cfg: dict, model, tokenizer) -> tuple[list[dict], list[dict], dict]:
+    """The synthesized set `name` (pipeline/synthesize.py): (rows, candidates, summary), each row's task the set's
+    name; model and tokenizer: those of the model `cfg["by"]` names, loaded by the stage."""
     from pipeline.layout import data_dir
     from pipeline.worlds.languages_xtok import back_translation as bt
 
@@ -38,6 +38,6 @@ def synthesize(params: dict, world: str, cfg: dict, model, tokenizer) -> tuple[l
         raise PipelineError(f"worlds.{world}.synthesized: method {cfg.get('method')!r} is not one of {', '.join(METHODS)}")
     candidates = bt.back_translate(model, tokenizer, params["worlds"][world]["data"], data_dir(world), cfg,
                                    progress=lambda line: print(line, file=sys.stderr, flush=True))
-    rows = bt.as_rows(candidates, int(cfg["seed"]), task="back_translated")
+    rows = bt.as_rows(candidates, int(cfg["seed"]), task=name)
     return rows, candidates, {"dropped": bt.dropped(candidates, cfg["keep"]),
                               "per_language": {x: sum(r["group"] == x for r in rows) for x in cfg["languages"]}}
