@@ -104,16 +104,18 @@ def load_params(path: str | os.PathLike | None = None) -> dict:
     return params
 
 
-def model_spec(params: dict, key: str) -> tuple[str, str, dict]:
-    """`<world>/<model>` -> (world, model, its conf block), or one clear line naming what is declared."""
+def model_spec(params: dict, key: str, section: str = "models") -> tuple[str, str, dict]:
+    """`<world>/<model>` -> (world, model, its conf block), or one clear line naming what is declared; another
+    `section` of the world names its entries alike (`synthesized`: the sets pipeline/synthesize.py makes)."""
     world, _, name = key.partition("/")
     worlds = params.get("worlds") or {}
     if world not in worlds:
         raise PipelineError(f"unknown world {world!r} in {key!r}: params.yaml declares {', '.join(worlds) or 'none'}")
-    models = worlds[world].get("models") or {}
-    if name not in models:
-        raise PipelineError(f"unknown model {key!r}: world {world} declares {', '.join(models) or 'none'}")
-    return world, name, models[name]
+    entries = worlds[world].get(section) or {}
+    if name not in entries:
+        what = "model" if section == "models" else f"worlds.{world}.{section} entry"
+        raise PipelineError(f"unknown {what} {key!r}: world {world} declares {', '.join(entries) or 'none'}")
+    return world, name, entries[name]
 
 
 # Composition variants (paper §4.4, Table 5): a model with `variant_of: <sibling>` is that sibling with what the

@@ -19,7 +19,7 @@ from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.io import atomic_dir, atomic_write_json, atomic_write_jsonl
 from pipeline.layout import SUMMARY_FILE, model_dir, synthesized_dir
-from pipeline.params import load_params
+from pipeline.params import load_params, model_spec
 from pipeline.worlds import get_world
 
 ROWS_FILE = "rows.jsonl"
@@ -28,17 +28,9 @@ CANDIDATES_FILE = "candidates.jsonl"
 
 def synthesized_spec(params: dict, key: str) -> tuple[str, str, dict]:
     """(world, name, its conf) of `<world>/<name>`, or one line saying what is not declared."""
-    world, _, name = key.partition("/")
-    worlds = params.get("worlds") or {}
-    if world not in worlds:
-        raise PipelineError(f"synthesize {key}: unknown world {world!r} (params declare {', '.join(worlds) or 'none'})")
-    sets = worlds[world].get("synthesized") or {}
-    if name not in sets:
-        raise PipelineError(f"synthesize {key}: worlds.{world}.synthesized declares {', '.join(sets) or 'no set'}")
-    cfg = sets[name]
-    by = cfg.get("by")
-    if by not in (worlds[world].get("models") or {}):
-        raise PipelineError(f"synthesize {key}: `by: {by}` is not a model of world {world}")
+    world, name, cfg = model_spec(params, key, section="synthesized")
+    if cfg.get("by") not in (params["worlds"][world].get("models") or {}):
+        raise PipelineError(f"synthesize {key}: `by: {cfg.get('by')}` is not a model of world {world}")
     return world, name, cfg
 
 

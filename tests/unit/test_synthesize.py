@@ -35,7 +35,7 @@ def test_bad_declarations_are_one_line():
     with pytest.raises(PipelineError, match=r"synthesized.bt_english: `by` must name a model of the world, not 'mC'"):
         stage_maps(_params(f"{W}.synthesized.bt_english.by=mC"))
     p = _params()
-    with pytest.raises(PipelineError, match=r"worlds.languages_xtok.synthesized declares bt_english"):
+    with pytest.raises(PipelineError, match=r"unknown worlds.languages_xtok.synthesized entry 'languages_xtok/nope': world languages_xtok declares bt_english"):
         synthesized_spec(p, "languages_xtok/nope")
     with pytest.raises(PipelineError, match=r"unknown world 'nowhere'"):
         synthesized_spec(p, "nowhere/bt_english")
