@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.errors import PipelineError
 from pipeline.layout import split_file, synthesized_dir
-from pipeline.params import compose_params, stage_maps
+from pipeline.params import compose_params, model_spec, stage_maps
 from pipeline.synthesize import synthesized_spec
 from pipeline.worlds.languages_xtok.back_translation import as_rows, degenerate, dropped, verdict
 
@@ -39,6 +39,10 @@ def test_bad_declarations_are_one_line():
         synthesized_spec(p, "languages_xtok/nope")
     with pytest.raises(PipelineError, match=r"unknown world 'nowhere'"):
         synthesized_spec(p, "nowhere/bt_english")
+    # the same lookup names a world's models for the train and evaluate stages
+    with pytest.raises(PipelineError, match=r"unknown model 'languages_xtok/nope': world languages_xtok declares mA, mB, calm, lora, skyline$"):
+        model_spec(p, "languages_xtok/nope")
+    assert model_spec(p, "languages_xtok/calm")[2]["anchor"] == "mB"
 
 
 def test_a_missing_model_is_one_line_before_anything_loads(tmp_path, monkeypatch):
