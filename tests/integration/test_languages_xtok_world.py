@@ -9,11 +9,13 @@ predictions."""
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
 
+from pipeline.errors import PipelineError
 from pipeline.params import compose_params, stage_maps
 from tests.support import real_tokenizers
 from tests.support.fresh_repo import BENCHMARKS
@@ -182,3 +184,21 @@ def test_languages_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute
         record = next(p for p in map(json.loads, open(reports / f"languages_xtok/predictions/{model}.jsonl"))
                       if p["set"] == "bpb_prose_test")
         assert record["bits"] == pytest.approx(bits, rel=1e-4) and record["bytes"] == len(prose[0]["target"].encode())
+
+    # a composition seed of the sweep (Table 2's spread) trains on the very same synthesized rows, linked into its job,
+    # and its record's bases name the set by content, so a record made on another set is never averaged in
+    from pipeline.layout import sweeps_dir
+    from pipeline.params import load_params
+    from pipeline.sweep import run_job
+
+    job = repo / sweeps_dir("languages_xtok") / "table2_xtok" / "calm-seed1"
+    job.mkdir(parents=True)
+    monkeypatch.chdir(job)
+    swept = run_job(load_params(repo / "real/params.yaml"), "languages_xtok", "table2_xtok", "calm", 1, "table2_xtok", repo, job)
+    assert swept["train_info"]["n_training_rows"] == len(bt_rows) and "flores_test" in swept["metrics"]
+    assert (job / made.relative_to(repo)).resolve() == made.resolve()
+    assert str(made.relative_to(repo)) in swept["bases"]
+    shutil.rmtree(made)
+    with pytest.raises(PipelineError, match=r"^world languages_xtok is not built: data/languages_xtok.synthesized/bt_english "
+                                            r"is missing; build it first \(dvc repro synthesize@languages_xtok/bt_english\)$"):
+        run_job(load_params(repo / "real/params.yaml"), "languages_xtok", "table2_xtok", "calm", 2, "table2_xtok", repo, job)
