@@ -9,8 +9,8 @@ default: table5); `seed` becomes that model's own `seed` (its init and data orde
 builds the data, stays). Each job runs in its own directory, reports/<world>/sweeps/<sweep>/<ablation>-seed<k>/
 (Hydra's job dir; `sweep` defaults to the table's name), so runs never overwrite each other: it links the
 world's data, the synthesized sets the variant trains on, its tokenizer and trained base models built by `dvc
-repro` (never retrained; a missing or stale one is one line, exit 2), rebuilds there any untrained upstream model (`train.steps: 0`, e.g. Table 5's random mA)
-with the job's seed, then trains and evaluates the variant with the stages' own functions (pipeline.train.train,
+repro` (never retrained; a missing or stale one is one line, exit 2), rebuilds there any untrained upstream model
+(`train.steps: 0`, e.g. Table 5's random mA) with the job's seed, then trains and evaluates the variant with the stages' own functions (pipeline.train.train,
 pipeline.evaluate.evaluate) and writes, last, run.json: the model's conf digest, seed, metrics and train_info.
 A job whose run.json exists under the current conf is skipped, so rerunning a sweep finishes what is missing;
 a job that is the DVC default cell (same seed, built by DVC under the current params: dvc.lock) reuses its
