@@ -10,8 +10,9 @@ builds the data, stays). Each job runs in its own directory, reports/<world>/swe
 (Hydra's job dir; `sweep` defaults to the table's name), so runs never overwrite each other: it links the
 world's data, the synthesized sets the variant trains on, its tokenizer and trained base models built by `dvc
 repro` (never retrained; a missing or stale one is one line, exit 2), rebuilds there any untrained upstream model
-(`train.steps: 0`, e.g. Table 5's random mA) with the job's seed, then trains and evaluates the variant with the stages' own functions (pipeline.train.train,
-pipeline.evaluate.evaluate) and writes, last, run.json: the model's conf digest, seed, metrics and train_info.
+(`train.steps: 0`, e.g. Table 5's random mA) with the job's seed, then trains and evaluates the variant with the
+stages' own functions (pipeline.train.train, pipeline.evaluate.evaluate) and writes, last, run.json: the model's
+conf digest, seed, metrics and train_info.
 A job whose run.json exists under the current conf is skipped, so rerunning a sweep finishes what is missing;
 a job that is the DVC default cell (same seed, built by DVC under the current params: dvc.lock) reuses its
 metrics instead of training it again.
@@ -112,8 +113,8 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
         if not (root / path).exists():
             raise PipelineError(f"world {world} is not built: {path} is missing; build it first (dvc repro "
                                 f"report@{_table_hint(params, world)} or make table5)")
-    for path in synthesized_inputs(params, world, ablation):
-        if not (root / path / "rows.jsonl").exists():
+    for path in synthesized_inputs(params, world, ablation):   # written whole by its stage (pipeline.io.atomic_dir)
+        if not (root / path).exists():
             raise PipelineError(f"world {world} is not built: {path} is missing; build it first (dvc repro "
                                 f"synthesize@{world}/{Path(path).name})")
     locked = dvc_locked_params(root)
