@@ -58,7 +58,7 @@ def default_cell_staleness(params: dict, world: str, name: str, root: Path = Pat
     lock shows it, or a model it builds on, trained under other params than params.yaml's, or evaluated under
     another evaluation. A stage the lock does not record is not known to be stale (stages run without DVC)."""
     models, locked = params["worlds"][world]["models"], dvc_locked_params(root)
-    for n in [name, *trained_upstream(params, world, name)]:
+    for n in [name, *built_upstream(params, world, name)]:
         stage, key = locked.get(f"train@{world}/{n}"), f"worlds.{world}.models.{n}"
         if stage and key in stage and (stage[key] != models[n] or other_micro_batches(stage, params, world)):
             return f"models/{world}/{n} was trained under other params than params.yaml's"
@@ -68,16 +68,24 @@ def default_cell_staleness(params: dict, world: str, name: str, root: Path = Pat
     return None
 
 
-def trained_upstream(params: dict, world: str, name: str) -> list[str]:
-    """The trained models `name` builds on, transitively (untrained ones, `train.steps: 0`, are rebuilt by each
-    sweep job with its own seed, so they are not part of what the job shares with the build)."""
+def rebuilt_per_seed(cfg: dict) -> bool:
+    """Whether a sweep job rebuilds this model with its own seed rather than taking the build's: an untrained
+    model drawn at random (`train.steps: 0`, `init: random`, e.g. Table 5's random mA). A released model (steps 0
+    from a checkpoint) is the same bytes under every seed, so jobs share the build's, as they share trained ones."""
+    return int((cfg.get("train") or {}).get("steps", 1)) == 0 and str(cfg.get("init", "random")) == "random"
+
+
+def built_upstream(params: dict, world: str, name: str) -> list[str]:
+    """The models `name` builds on, transitively, that a sweep job takes from the build (all but the ones each job
+    rebuilds with its own seed: `rebuilt_per_seed`)."""
     models = params["worlds"][world]["models"]
-    found, todo = [], list(upstream_models(world, name, models[name], models))
+    found, todo, seen = [], list(upstream_models(world, name, models[name], models)), set()
     while todo:
         n = todo.pop(0)
-        if n in found:
+        if n in seen:
             continue
-        if int((models[n].get("train") or {}).get("steps", 1)) != 0:
+        seen.add(n)
+        if not rebuilt_per_seed(models[n]):
             found.append(n)
         todo += upstream_models(world, n, models[n], models)
     return found
@@ -85,14 +93,14 @@ def trained_upstream(params: dict, world: str, name: str) -> list[str]:
 
 def build_digests(params: dict, world: str, name: str, root: Path = Path(".")) -> dict[str, str] | None:
     """What a run of `name` was trained on, by content: the world's data, the synthesized sets it trains on, its
-    tokenizer and every trained model it builds on -> {path: sha256 prefix}, or None when one of them is not built.
+    tokenizer and every model it takes from the build (`built_upstream`) -> {path: sha256 prefix}, or None when one of them is not built.
     Two runs count in one table only when these agree: the same conf on another float path or another machine gives
     other bases."""
     import hashlib
 
     digests = {}
     for path in (data_dir(world), *map(Path, synthesized_inputs(params, world, name)), tokenizer_dir(world),
-                 *(model_dir(world, n) for n in trained_upstream(params, world, name))):
+                 *(model_dir(world, n) for n in built_upstream(params, world, name))):
         where = root / path
         if not where.is_dir():
             return None

@@ -7,12 +7,12 @@
 `ablation` is a model of `world` (default kv_arithmetic) that `reports.<table>.blocks.<world>` names (table
 default: table5); `seed` becomes that model's own `seed` (its init and data order; the global seed, which
 builds the data, stays). Each job runs in its own directory, reports/<world>/sweeps/<sweep>/<ablation>-seed<k>/
-(Hydra's job dir; `sweep` defaults to the table's name), so runs never overwrite each other: it links the
-world's data, the synthesized sets the variant trains on, its tokenizer and trained base models built by `dvc
-repro` (never retrained; a missing or stale one is one line, exit 2), rebuilds there any untrained upstream model
-(`train.steps: 0`, e.g. Table 5's random mA) with the job's seed, then trains and evaluates the variant with the
-stages' own functions (pipeline.train.train, pipeline.evaluate.evaluate) and writes, last, run.json: the model's
-conf digest, seed, metrics and train_info.
+(Hydra's job dir; `sweep` defaults to the table's name), so runs never overwrite each other: it links the world's
+data, the synthesized sets the variant trains on, its tokenizer and the base models built by `dvc repro`, trained
+or released (never retrained; a missing or stale one is one line, exit 2), rebuilds there any untrained random
+upstream model (`train.steps: 0`, `init: random`: Table 5's random mA) with the job's seed, then trains and
+evaluates the variant with the stages' own functions (pipeline.train.train, pipeline.evaluate.evaluate) and writes,
+last, run.json: the model's conf digest, seed, metrics and train_info.
 A job whose run.json exists under the current conf is skipped, so rerunning a sweep finishes what is missing;
 a job that is the DVC default cell (same seed, built by DVC under the current params: dvc.lock) reuses its
 metrics instead of training it again.
@@ -36,7 +36,7 @@ from pipeline.errors import PipelineError, UserError
 from pipeline.layout import (MODELS_CACHE, RUN_FILE, data_dir, metrics_path, model_dir, sweep_run_name, sweeps_dir,
                              tokenizer_dir)
 from pipeline.params import PUBLISHED_PRESET  # the preset whose records and tables are committed
-from pipeline.seed_tables import dvc_locked_params, other_micro_batches
+from pipeline.seed_tables import dvc_locked_params, other_micro_batches, rebuilt_per_seed
 from pipeline.stages import synthesized_inputs
 from pipeline.training.lineage import upstream_models
 
@@ -105,9 +105,9 @@ def preflight(params: dict, world: str, table: str, ablation: str, root: Path) -
 
 
 def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[list[str], list[str]]:
-    """-> (linked, rebuilt): the trained models the variant builds on (transitively), linked from the repository,
-    and the untrained ones (steps 0), rebuilt in the job with its seed. Refuses in one line when a trained one is
-    missing or was built by DVC under other params than params.yaml's."""
+    """-> (linked, rebuilt): the models the variant builds on (transitively), trained or released, linked from the
+    repository, and the untrained random ones (seed_tables.rebuilt_per_seed), rebuilt in the job with its seed.
+    Refuses in one line when a linked one is missing or was built by DVC under other params than params.yaml's."""
     models = params["worlds"][world]["models"]
     for path in (data_dir(world), tokenizer_dir(world)):
         if not (root / path).exists():
@@ -124,7 +124,7 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
         if name in seen:
             continue
         seen.add(name)
-        if int((models[name].get("train") or {}).get("steps", 1)) == 0:
+        if rebuilt_per_seed(models[name]):
             rebuilt.append(name)
         else:
             if not (root / model_dir(world, name) / "train_info.json").exists():

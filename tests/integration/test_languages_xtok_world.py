@@ -198,6 +198,12 @@ def test_languages_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute
     assert swept["train_info"]["n_training_rows"] == len(bt_rows) and "flores_test" in swept["metrics"]
     assert (job / made.relative_to(repo)).resolve() == made.resolve()
     assert str(made.relative_to(repo)) in swept["bases"]
+    # the released models are the build's, linked like trained ones (the same bytes under every seed), never
+    # converted again per job, and named by content in the record's bases
+    assert swept["rebuilt_with_seed"] == [] and {"mA", "mB"} <= set(swept["linked"])
+    for name in ("mA", "mB"):
+        assert (job / "models/languages_xtok" / name).resolve() == (repo / "models/languages_xtok" / name).resolve()
+        assert f"models/languages_xtok/{name}" in swept["bases"]
     shutil.rmtree(made)
     with pytest.raises(PipelineError, match=r"^world languages_xtok is not built: data/languages_xtok.synthesized/bt_english "
                                             r"is missing; build it first \(dvc repro synthesize@languages_xtok/bt_english\)$"):
