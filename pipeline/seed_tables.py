@@ -68,11 +68,16 @@ def default_cell_staleness(params: dict, world: str, name: str, root: Path = Pat
     return None
 
 
-def rebuilt_per_seed(cfg: dict) -> bool:
-    """Whether a sweep job rebuilds this model with its own seed rather than taking the build's: an untrained
-    model drawn at random (`train.steps: 0`, `init: random`, e.g. Table 5's random mA). A released model (steps 0
-    from a checkpoint) is the same bytes under every seed, so jobs share the build's, as they share trained ones."""
-    return int((cfg.get("train") or {}).get("steps", 1)) == 0 and str(cfg.get("init", "random")) == "random"
+def rebuilt_per_seed(models: dict, name: str) -> bool:
+    """Whether a sweep job rebuilds model `name` with its own seed rather than taking the build's: an untrained
+    model drawn at random (`train.steps: 0`, `init: random`, e.g. Table 5's random mA), or an untrained copy of one.
+    A released model (steps 0 from a checkpoint) is the same bytes under every seed, so jobs share the build's, as
+    they share trained ones."""
+    cfg = models[name]
+    if int((cfg.get("train") or {}).get("steps", 1)) != 0:
+        return False
+    init = str(cfg.get("init", "random"))
+    return init == "random" or (init in models and init != name and rebuilt_per_seed(models, init))
 
 
 def built_upstream(params: dict, world: str, name: str) -> list[str]:
@@ -85,7 +90,7 @@ def built_upstream(params: dict, world: str, name: str) -> list[str]:
         if n in seen:
             continue
         seen.add(n)
-        if not rebuilt_per_seed(models[n]):
+        if not rebuilt_per_seed(models, n):
             found.append(n)
         todo += upstream_models(world, n, models[n], models)
     return found
@@ -93,7 +98,8 @@ def built_upstream(params: dict, world: str, name: str) -> list[str]:
 
 def build_digests(params: dict, world: str, name: str, root: Path = Path(".")) -> dict[str, str] | None:
     """What a run of `name` was trained on, by content: the world's data, the synthesized sets it trains on, its
-    tokenizer and every model it takes from the build (`built_upstream`) -> {path: sha256 prefix}, or None when one of them is not built.
+    tokenizer and every model it takes from the build (`built_upstream`) -> {path: sha256 prefix}, or None when one
+    of them is not built.
     Two runs count in one table only when these agree: the same conf on another float path or another machine gives
     other bases."""
     import hashlib

@@ -124,7 +124,7 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
         if name in seen:
             continue
         seen.add(name)
-        if rebuilt_per_seed(models[name]):
+        if rebuilt_per_seed(models, name):
             rebuilt.append(name)
         else:
             if not (root / model_dir(world, name) / "train_info.json").exists():

