@@ -2,8 +2,8 @@
 # Table 1 (the published CPU preset) on another CPU kind, each chain in its own copy of this checkout, in parallel:
 #   scratch   the whole chain from nothing: data, tokenizer, the vanilla mA, mA and mB (side by side), their evaluations
 #   calm0     CALM seed 0 trained and evaluated on the published mA, mB, data and tokenizer (this checkout's
-#             data/kv_arithmetic and models/kv_arithmetic/{vanilla,mA,mB,tokenizer}: built by `make table1`, or
-#             `dvc checkout` from a DVC cache that holds the committed ones)
+#             data/kv_arithmetic and models/kv_arithmetic/{vanilla,mA,mB,tokenizer}: `dvc checkout` from a DVC cache
+#             that holds the committed ones, or `make table1` on a CPU kind that reproduces them: docs/reproducibility.md)
 #   calm1/2   Table 5's CALM seeds 1 and 2 swept on the same published bases (sweep=cpu_kind, no report)
 # DEADLINE=<seconds> stops what still runs then (a lent machine's call limit) and still collects what finished.
 # Prints each cell beside the committed one; $OUT (default /tmp/cpu_kind) receives cpu_kind.tgz (every log, md5,
@@ -18,7 +18,7 @@ PY=${PY:-python3}
 END=$(( $(date +%s) + ${DEADLINE:-86400} ))   # DEADLINE seconds: stop whatever still runs then, and collect what finished
 export WANDB_MODE=disabled HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TQDM_DISABLE=1 CALM_THREADS=${CALM_THREADS:-2}
 for need in data/kv_arithmetic models/kv_arithmetic/vanilla models/kv_arithmetic/mA models/kv_arithmetic/mB models/kv_arithmetic/tokenizer; do
-  [ -e "$ROOT/$need" ] || { echo "missing $need: the published bases are needed (make table1, or dvc checkout from a cache that has them)"; exit 2; }
+  [ -e "$ROOT/$need" ] || { echo "missing $need: the published bases are needed (dvc checkout from a cache that has them, or make table1 on a CPU that reproduces them)"; exit 2; }
 done
 lscpu | grep -E "Model name|^CPU\(s\)|Flags" | cut -c1-200 > "$RES/cpu.txt"
 "$PY" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" >> "$RES/cpu.txt"
