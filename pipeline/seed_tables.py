@@ -80,20 +80,24 @@ def rebuilt_per_seed(models: dict, name: str) -> bool:
     return init == "random" or (init in models and init != name and rebuilt_per_seed(models, init))
 
 
-def built_upstream(params: dict, world: str, name: str) -> list[str]:
-    """The models `name` builds on, transitively, that a sweep job takes from the build (all but the ones each job
-    rebuilds with its own seed: `rebuilt_per_seed`)."""
+def upstream_split(params: dict, world: str, name: str) -> tuple[list[str], list[str]]:
+    """The models `name` builds on, transitively, in breadth-first order -> (built, rebuilt): those a sweep job
+    takes from the build, and those it rebuilds with its own seed (`rebuilt_per_seed`)."""
     models = params["worlds"][world]["models"]
-    found, todo, seen = [], list(upstream_models(world, name, models[name], models)), set()
+    built, rebuilt, todo, seen = [], [], list(upstream_models(world, name, models[name], models)), set()
     while todo:
         n = todo.pop(0)
         if n in seen:
             continue
         seen.add(n)
-        if not rebuilt_per_seed(models, n):
-            found.append(n)
+        (rebuilt if rebuilt_per_seed(models, n) else built).append(n)
         todo += upstream_models(world, n, models[n], models)
-    return found
+    return built, rebuilt
+
+
+def built_upstream(params: dict, world: str, name: str) -> list[str]:
+    """The models `name` builds on that a sweep job takes from the build (upstream_split's first list)."""
+    return upstream_split(params, world, name)[0]
 
 
 def build_digests(params: dict, world: str, name: str, root: Path = Path(".")) -> dict[str, str] | None:

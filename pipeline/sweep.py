@@ -36,7 +36,7 @@ from pipeline.errors import PipelineError, UserError
 from pipeline.layout import (MODELS_CACHE, RUN_FILE, data_dir, metrics_path, model_dir, sweep_run_name, sweeps_dir,
                              tokenizer_dir)
 from pipeline.params import PUBLISHED_PRESET  # the preset whose records and tables are committed
-from pipeline.seed_tables import dvc_locked_params, other_micro_batches, rebuilt_per_seed
+from pipeline.seed_tables import dvc_locked_params, other_micro_batches, upstream_split
 from pipeline.stages import synthesized_inputs
 from pipeline.training.lineage import upstream_models
 
@@ -106,7 +106,7 @@ def preflight(params: dict, world: str, table: str, ablation: str, root: Path) -
 
 def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[list[str], list[str]]:
     """-> (linked, rebuilt): the models the variant builds on (transitively), trained or released, linked from the
-    repository, and the untrained random ones (seed_tables.rebuilt_per_seed), rebuilt in the job with its seed.
+    repository, and the untrained random ones (seed_tables.upstream_split), rebuilt in the job with its seed.
     Refuses in one line when a linked one is missing or was built by DVC under other params than params.yaml's."""
     models = params["worlds"][world]["models"]
     for path in (data_dir(world), tokenizer_dir(world)):
@@ -118,25 +118,16 @@ def upstream_plan(params: dict, world: str, ablation: str, root: Path) -> tuple[
             raise PipelineError(f"world {world} is not built: {path} is missing; build it first (dvc repro "
                                 f"synthesize@{world}/{Path(path).name})")
     locked = dvc_locked_params(root)
-    linked, rebuilt, todo, seen = [], [], list(upstream_models(world, ablation, models[ablation], models)), set()
-    while todo:
-        name = todo.pop(0)
-        if name in seen:
-            continue
-        seen.add(name)
-        if rebuilt_per_seed(models, name):
-            rebuilt.append(name)
-        else:
-            if not (root / model_dir(world, name) / "train_info.json").exists():
-                raise PipelineError(f"world {world} is not built: {model_dir(world, name)} is missing; build it first "
-                                    f"(dvc repro train@{world}/{name}, or make table5)")
-            stage = locked.get(f"train@{world}/{name}")
-            key = f"worlds.{world}.models.{name}"
-            if stage and key in stage and (stage[key] != models[name] or other_micro_batches(stage, params, world)):
-                raise PipelineError(f"{model_dir(world, name)} is stale: params.yaml changed since DVC built it; "
-                                    f"rebuild it first (dvc repro train@{world}/{name})")
-            linked.append(name)
-        todo += upstream_models(world, name, models[name], models)
+    linked, rebuilt = upstream_split(params, world, ablation)
+    for name in linked:
+        if not (root / model_dir(world, name) / "train_info.json").exists():
+            raise PipelineError(f"world {world} is not built: {model_dir(world, name)} is missing; build it first "
+                                f"(dvc repro train@{world}/{name}, or make table5)")
+        stage = locked.get(f"train@{world}/{name}")
+        key = f"worlds.{world}.models.{name}"
+        if stage and key in stage and (stage[key] != models[name] or other_micro_batches(stage, params, world)):
+            raise PipelineError(f"{model_dir(world, name)} is stale: params.yaml changed since DVC built it; "
+                                f"rebuild it first (dvc repro train@{world}/{name})")
     return linked, rebuilt
 
 
