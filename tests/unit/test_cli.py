@@ -32,3 +32,17 @@ def test_any_other_error_reaches_the_caller_as_itself(monkeypatch, processes):
     with pytest.raises(ZeroDivisionError, match="a bug"):
         main([])
     assert (sys.stderr is sys.__stderr__) == (processes == "2")
+
+
+
+@pytest.mark.parametrize("module", ["params", "train", "evaluate", "report", "build_data", "tokenizer", "synthesize",
+                                    "figure", "launch", "records"])
+def test_help_prints_the_entry_points_usage_and_runs_nothing(module, tmp_path, monkeypatch, capsys):
+    """`--help` once reached Hydra as an override (a LexerNoViableAltException) or a stage as a world's name."""
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    importlib.import_module(f"pipeline.{module}").main(["--help"])
+    out = capsys.readouterr()
+    assert out.err == "" and f"python -m pipeline.{module}" in out.out, out
+    assert list(tmp_path.iterdir()) == []
