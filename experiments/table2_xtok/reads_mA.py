@@ -89,14 +89,18 @@ def main(argv: list[str]) -> None:
         if len(group) < args.per_group:
             group.append({"prompt": row["prompt"], "target": " " + row["target"].strip()})
     totals = {"calm": [0.0, 0], "swapped": [0.0, 0], "mB": [0.0, 0]}
+    own_helps = 0   # languages where reading the row's own source gives fewer bits than another row's
     for name, rows in groups.items():
         if len(rows) < 2:
             continue
+        bits_of = {}
         for key, kw in (("calm", {}), ("swapped", {"swapped": True}), ("mB", {"anchor_alone": True})):
-            bits, size = answer_bits(calm, rows, **kw)
-            totals[key][0] += bits
+            bits_of[key], size = answer_bits(calm, rows, **kw)
+            totals[key][0] += bits_of[key]
             totals[key][1] += size
-    print(json.dumps({key: round(bits / size, 4) for key, (bits, size) in totals.items()} | {"groups": len(groups)}))
+        own_helps += bits_of["calm"] < bits_of["swapped"]
+    print(json.dumps({key: round(bits / size, 4) for key, (bits, size) in totals.items()}
+                     | {"groups": len(groups), "own_below_swapped": own_helps}))
 
 
 if __name__ == "__main__":
