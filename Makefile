@@ -63,6 +63,7 @@ VENV_PATH = PATH="$(abspath $(VENV))/bin:$$PATH"
 params: setup
 	$(PY) -m pipeline.params $(OVERRIDES)
 	$(PY) -m pipeline.params --pipeline real $(REAL_OVERRIDES)
+	cp dvc.yaml real/dvc.yaml   # the real pipeline's template: a copy (a link reads as its target's name in git)
 
 repro: setup
 	$(VENV_PATH) $(DVC) repro

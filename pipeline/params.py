@@ -6,7 +6,7 @@
     python -m pipeline.params --pipeline real    # real/params.yaml: the real-model worlds (conf/real.yaml)
 
 Two pipelines share one stage template. dvc.yaml, at the root, runs against params.yaml (conf/config.yaml: every
-CPU world), and is what a bare `dvc repro` builds. real/dvc.yaml is a link to the same template, run from the root
+CPU world), and is what a bare `dvc repro` builds. real/dvc.yaml is a copy of the same template, run from the root
 against real/params.yaml (conf/real.yaml: the worlds that need the real models' wheels and hours of CPU), so those
 stages are built only when named (`dvc repro real/dvc.yaml:report@table4_real`) and locked in real/dvc.lock.
 
