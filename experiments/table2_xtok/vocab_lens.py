@@ -1,0 +1,125 @@
+"""Can one linear map carry Gemma's next-word prediction into SmolLM2's vocabulary? A probe for issue 32 (DEV rows
+only): the trained bridges read Gemma weakly (docs/results-table2-xtok.md, B9: 1.5% of the bits), and they would have
+to learn a map from Gemma's 262k-token output space to SmolLM2's 49k from ~18k target tokens. If a map fitted on the
+two tied embedding tables alone (no training text) already turns Gemma's final states into SmolLM2 logits that
+predict the reference, a bridge could start from it.
+
+  map       M (576 x 640), least squares over the token strings both vocabularies hold (E_smol[s] M ~ E_gemma[g]),
+            so that E_smol (M h) ~ Gemma's logits on the shared strings for any Gemma final state h
+  rows      the DEV slice's FLORES rows (`flores_dev`, the first --per-group of each language): prompt + reference
+  positions the reference's SmolLM2 tokens whose first byte is also a Gemma token boundary (there both models
+            predict the same next token's text from the same prefix)
+  figures   top-1 accuracy on those tokens: mB alone; the lens (argmax of E_smol M h, h Gemma's final state at the
+            boundary); Gemma itself (its argmax piece's text equals the token's); and mean bits per token of mB alone
+            and of mB's logits plus lambda x the lens' (a fusion no parameter was trained for)
+
+    CALM_PARAMS=real/params.yaml python experiments/table2_xtok/vocab_lens.py [--per-group 5] [--root <a build>]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import pipeline  # noqa: F401  (first: pins the float path)
+import torch
+
+
+def token_bytes(tokenizer):
+    """The project's bytes of each token (pipeline.composition's TokenBytes: `▁` as a space, byte-level BPE's
+    characters as the bytes they stand for), built once per tokenizer."""
+    from pipeline.composition.token_bytes import TokenBytes
+
+    if not hasattr(tokenizer, "_probe_bytes"):
+        tokenizer._probe_bytes = TokenBytes(tokenizer, "vocab_lens")
+    return tokenizer._probe_bytes
+
+
+def shared_strings(smol, gemma) -> tuple[list[int], list[int]]:
+    """(SmolLM2 ids, Gemma ids) of the non-blank token byte strings both vocabularies hold, each string once."""
+    gemma_bytes, smol_bytes = token_bytes(gemma), token_bytes(smol)
+    gemma_by_bytes = {}
+    for g in range(len(gemma)):
+        gemma_by_bytes.setdefault(gemma_bytes(g), g)
+    pairs = {}
+    for s in range(len(smol)):
+        text = smol_bytes(s)
+        if text.strip() and text in gemma_by_bytes:
+            pairs.setdefault(text, (s, gemma_by_bytes[text]))
+    return [s for s, _ in pairs.values()], [g for _, g in pairs.values()]
+
+
+def boundaries(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """ids and byte spans (start, end) of each token of text: a UTF-8 character split over tokens gives each token
+    its own bytes (character offsets would give both the whole character)."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return ids, token_bytes(tokenizer).spans(ids)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-group", type=int, default=5)
+    parser.add_argument("--root", default=".", help="a checkout that built languages_xtok's mA and mB")
+    parser.add_argument("--lambdas", default="0.25,0.5,1.0")
+    args = parser.parse_args(argv)
+    from pipeline.io import read_jsonl
+    from pipeline.tokenization import load_tokenizer
+    from pipeline.training.kinds import load_trained_model
+
+    root = Path(args.root)
+    smol_tok, gemma_tok = (load_tokenizer(root / f"models/languages_xtok/{m}") for m in ("mB", "mA"))
+    smol, gemma = (load_trained_model(root / f"models/languages_xtok/{m}").eval() for m in ("mB", "mA"))
+    s_ids, g_ids = shared_strings(smol_tok, gemma_tok)
+    e_smol = smol.get_output_embeddings().weight.detach().double()
+    e_gemma = gemma.get_output_embeddings().weight.detach().double()
+    held = torch.arange(len(s_ids)) % 10 == 0   # a tenth of the shared strings to say how well the map fits
+    fit = torch.linalg.lstsq(e_smol[s_ids][~held], e_gemma[g_ids][~held]).solution          # 576 x 640
+    residual = e_smol[s_ids][held] @ fit - e_gemma[g_ids][held]
+    r2 = 1 - residual.pow(2).sum().item() / (e_gemma[g_ids][held] - e_gemma[g_ids][held].mean(0)).pow(2).sum().item()
+    fit = torch.linalg.lstsq(e_smol[s_ids], e_gemma[g_ids]).solution.float()
+
+    lambdas = [float(x) for x in args.lambdas.split(",")]
+    rows, seen = [], {}
+    for row in read_jsonl(root / "data/languages_xtok/flores_dev.jsonl"):
+        if seen.setdefault(row["group"], 0) < args.per_group:
+            seen[row["group"]] += 1
+            rows.append(row)
+    counts = {"tokens": 0, "mB": 0, "lens": 0, "mA": 0}
+    bits = {"mB": 0.0, **{f"fusion {lam}": 0.0 for lam in lambdas}}
+    with torch.no_grad():
+        for row in rows:
+            prompt, text = row["prompt"], row["prompt"] + " " + row["target"].strip()
+            start = len(prompt.encode())
+            s_tokens, s_spans = boundaries(smol_tok, text)
+            g_tokens, g_spans = boundaries(gemma_tok, text)
+            bos = [gemma_tok.bos_token_id] if gemma_tok.bos_token_id is not None else []
+            g_out = gemma(torch.tensor([bos + g_tokens]), output_hidden_states=True)
+            g_final, g_logits = g_out.hidden_states[-1][0, len(bos):], g_out.logits[0, len(bos):]
+            s_logits = smol(torch.tensor([s_tokens])).logits[0]
+            g_ending = {end: i for i, (_, end) in enumerate(g_spans)}
+            for k in range(1, len(s_tokens)):
+                a, _ = s_spans[k]
+                if a < start or (a not in g_ending):
+                    continue
+                target, i = s_tokens[k], g_ending[a]
+                lens = e_smol.float() @ (fit @ g_final[i].float())
+                base = s_logits[k - 1].float()
+                counts["tokens"] += 1
+                counts["mB"] += int(base.argmax()) == target
+                counts["lens"] += int(lens.argmax()) == target
+                counts["mA"] += token_bytes(gemma_tok)(int(g_logits[i].argmax())) == token_bytes(smol_tok)(target)
+                bits["mB"] -= torch.log_softmax(base, -1)[target].item() / math.log(2)
+                for lam in lambdas:
+                    bits[f"fusion {lam}"] -= torch.log_softmax(base + lam * lens, -1)[target].item() / math.log(2)
+    n = max(counts["tokens"], 1)
+    print(json.dumps({"shared_strings": len(s_ids), "map_r2_held_out": round(r2, 4), "rows": len(rows),
+                      "aligned_tokens": counts["tokens"],
+                      "top1": {k: round(100 * counts[k] / n, 1) for k in ("mB", "lens", "mA")},
+                      "bits_per_token": {k: round(v / n, 3) for k, v in bits.items()}}))
+
+
+if __name__ == "__main__":
+    from pipeline.cli import cli
+
+    cli(main)()
