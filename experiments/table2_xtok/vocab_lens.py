@@ -18,6 +18,7 @@ predict the reference, a bridge could start from it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 from pathlib import Path
@@ -26,14 +27,13 @@ import pipeline  # noqa: F401  (first: pins the float path)
 import torch
 
 
+@functools.cache
 def token_bytes(tokenizer):
     """The project's bytes of each token (pipeline.composition's TokenBytes: `▁` as a space, byte-level BPE's
-    characters as the bytes they stand for), built once per tokenizer."""
+    characters as the bytes they stand for), built once per tokenizer (it reads the whole vocabulary)."""
     from pipeline.composition.token_bytes import TokenBytes
 
-    if not hasattr(tokenizer, "_probe_bytes"):
-        tokenizer._probe_bytes = TokenBytes(tokenizer, "vocab_lens")
-    return tokenizer._probe_bytes
+    return TokenBytes(tokenizer, "vocab_lens")
 
 
 def shared_strings(smol, gemma) -> tuple[list[int], list[int]]:

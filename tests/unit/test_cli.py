@@ -34,7 +34,6 @@ def test_any_other_error_reaches_the_caller_as_itself(monkeypatch, processes):
     assert (sys.stderr is sys.__stderr__) == (processes == "2")
 
 
-
 @pytest.mark.parametrize("module", ["params", "train", "evaluate", "report", "build_data", "tokenizer", "synthesize",
                                     "figure", "launch", "records"])
 def test_help_prints_the_entry_points_usage_and_runs_nothing(module, tmp_path, monkeypatch, capsys):

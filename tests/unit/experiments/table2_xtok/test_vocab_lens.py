@@ -1,7 +1,6 @@
 """experiments/table2_xtok/vocab_lens.py: the positions it compares are where both tokenizers put a boundary, so
 its byte spans must be the tokens' own bytes on the text, a UTF-8 character split over two tokens included."""
 import pytest
-import torch
 from tests.support import real_tokenizers
 from tests.support.experiment_scripts import load_experiment
 
