@@ -12,6 +12,9 @@ predict the reference, a bridge could start from it.
   figures   top-1 accuracy on those tokens: mB alone; the lens (argmax of E_smol M h, h Gemma's final state at the
             boundary); Gemma itself (its argmax piece's text equals the token's); and mean bits per token of mB alone
             and of mB's logits plus lambda x the lens' (a fusion no parameter was trained for)
+  ALiBi     the same fusion with the lens as a bridge would deliver it at init with zero queries and keys: each of
+            mB's heads (its head_dim slice of M h) averages Gemma's states up to the boundary with the recency bias'
+            weights (softmax of -slope_h x distance, slopes 2^(-8(h+1)/H)), not the latest state alone
 
     CALM_PARAMS=real/params.yaml python experiments/table2_xtok/vocab_lens.py [--per-group 5] [--root <a build>]
 """
@@ -86,7 +89,9 @@ def main(argv: list[str]) -> None:
             seen[row["group"]] += 1
             rows.append(row)
     counts = {"tokens": 0, "mB": 0, "lens": 0, "mA": 0}
-    bits = {"mB": 0.0, **{f"fusion {lam}": 0.0 for lam in lambdas}}
+    bits = {"mB": 0.0, **{f"fusion {lam}": 0.0 for lam in lambdas}, **{f"ALiBi fusion {lam}": 0.0 for lam in lambdas}}
+    heads = smol.config.num_attention_heads
+    slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1) / heads)
     with torch.no_grad():
         for row in rows:
             prompt, text = row["prompt"], row["prompt"] + " " + row["target"].strip()
@@ -98,12 +103,16 @@ def main(argv: list[str]) -> None:
             g_final, g_logits = g_out.hidden_states[-1][0, len(bos):], g_out.logits[0, len(bos):]
             s_logits = smol(torch.tensor([s_tokens])).logits[0]
             g_ending = {end: i for i, (_, end) in enumerate(g_spans)}
+            projected = g_final.float() @ fit.T                                   # [Gemma tokens, 576]: M h
             for k in range(1, len(s_tokens)):
                 a, _ = s_spans[k]
                 if a < start or (a not in g_ending):
                     continue
                 target, i = s_tokens[k], g_ending[a]
-                lens = e_smol.float() @ (fit @ g_final[i].float())
+                lens = e_smol.float() @ projected[i]
+                weights = torch.softmax(-slopes[:, None] * (i - torch.arange(i + 1))[None, :].float(), -1)  # [H, i+1]
+                blended = torch.einsum("hj,jhd->hd", weights, projected[: i + 1].view(i + 1, heads, -1)).reshape(-1)
+                alibi_lens = e_smol.float() @ blended
                 base = s_logits[k - 1].float()
                 counts["tokens"] += 1
                 counts["mB"] += int(base.argmax()) == target
@@ -112,6 +121,8 @@ def main(argv: list[str]) -> None:
                 bits["mB"] -= torch.log_softmax(base, -1)[target].item() / math.log(2)
                 for lam in lambdas:
                     bits[f"fusion {lam}"] -= torch.log_softmax(base + lam * lens, -1)[target].item() / math.log(2)
+                    blend = torch.log_softmax(base + lam * alibi_lens, -1)[target].item()
+                    bits[f"ALiBi fusion {lam}"] -= blend / math.log(2)
     n = max(counts["tokens"], 1)
     print(json.dumps({"shared_strings": len(s_ids), "map_r2_held_out": round(r2, 4), "rows": len(rows),
                       "aligned_tokens": counts["tokens"],
