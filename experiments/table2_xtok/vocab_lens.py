@@ -16,7 +16,8 @@ predict the reference, a bridge could start from it.
             mB's heads (its head_dim slice of M h) averages Gemma's states up to the boundary with the recency bias'
             weights (softmax of -slope_h x distance, slopes 2^(-8(h+1)/H)), not the latest state alone
 
-    CALM_PARAMS=real/params.yaml python experiments/table2_xtok/vocab_lens.py [--per-group 5] [--root <a build>]
+    python experiments/table2_xtok/vocab_lens.py [--per-group 5] [--root <a build>]
+    python experiments/table2_xtok/vocab_lens.py --world code_xtok --set cc_dev --per-group 32 --root <a build>
 """
 from __future__ import annotations
 
@@ -63,16 +64,22 @@ def boundaries(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-group", type=int, default=5)
-    parser.add_argument("--root", default=".", help="a checkout that built languages_xtok's mA and mB")
+    parser.add_argument("--root", default=".", help="a checkout that built the world's mA and mB")
+    parser.add_argument("--world", default="languages_xtok", help="a cross-tokenizer world (code_xtok's mA: Qwen)")
+    parser.add_argument("--set", default="flores_dev", help="a DEV split of data/<world>/ (never a test split)")
     parser.add_argument("--lambdas", default="0.25,0.5,1.0")
     args = parser.parse_args(argv)
+    from pipeline.errors import UserError
     from pipeline.io import read_jsonl
+
+    if "test" in args.set:
+        raise UserError(f"{args.set}: a test split; this probe reads DEV rows only")
     from pipeline.tokenization import load_tokenizer
     from pipeline.training.kinds import load_trained_model
 
     root = Path(args.root)
-    smol_tok, gemma_tok = (load_tokenizer(root / f"models/languages_xtok/{m}") for m in ("mB", "mA"))
-    smol, gemma = (load_trained_model(root / f"models/languages_xtok/{m}").eval() for m in ("mB", "mA"))
+    smol_tok, gemma_tok = (load_tokenizer(root / f"models/{args.world}/{m}") for m in ("mB", "mA"))
+    smol, gemma = (load_trained_model(root / f"models/{args.world}/{m}").eval() for m in ("mB", "mA"))
     s_ids, g_ids = shared_strings(smol_tok, gemma_tok)
     e_smol = smol.get_output_embeddings().weight.detach().double()
     e_gemma = gemma.get_output_embeddings().weight.detach().double()
@@ -84,17 +91,21 @@ def main(argv: list[str]) -> None:
 
     lambdas = [float(x) for x in args.lambdas.split(",")]
     rows, seen = [], {}
-    for row in read_jsonl(root / "data/languages_xtok/flores_dev.jsonl"):
+    for row in read_jsonl(root / f"data/{args.world}/{args.set}.jsonl"):
         if seen.setdefault(row["group"], 0) < args.per_group:
             seen[row["group"]] += 1
             rows.append(row)
+    # a FLORES row's reference is the bare English after "English:" (the answer starts with a space); a code row's
+    # target continues its prompt as it stands
+    joint = " " if args.world == "languages_xtok" else ""
     counts = {"tokens": 0, "mB": 0, "lens": 0, "mA": 0}
     bits = {"mB": 0.0, **{f"fusion {lam}": 0.0 for lam in lambdas}, **{f"ALiBi fusion {lam}": 0.0 for lam in lambdas}}
     heads = smol.config.num_attention_heads
     slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1) / heads)
     with torch.no_grad():
         for row in rows:
-            prompt, text = row["prompt"], row["prompt"] + " " + row["target"].strip()
+            target_text = row["target"].strip() if joint else row["target"].rstrip("\n")
+            prompt, text = row["prompt"], row["prompt"] + joint + target_text
             start = len(prompt.encode())
             s_tokens, s_spans = boundaries(smol_tok, text)
             g_tokens, g_spans = boundaries(gemma_tok, text)
