@@ -68,6 +68,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--world", default="languages_xtok", help="a cross-tokenizer world (code_xtok's mA: Qwen)")
     parser.add_argument("--set", default="flores_dev", help="a DEV split of data/<world>/ (never a test split)")
     parser.add_argument("--lambdas", default="0.25,0.5,1.0")
+    parser.add_argument("--steep", default="1,2,4", help="one slope for every head: the fusion at the first lambda "
+                                                         "with the lens averaged as such a recency bias would")
     args = parser.parse_args(argv)
     from pipeline.errors import UserError
     from pipeline.io import read_jsonl
@@ -102,6 +104,8 @@ def main(argv: list[str]) -> None:
     bits = {"mB": 0.0, **{f"fusion {lam}": 0.0 for lam in lambdas}, **{f"ALiBi fusion {lam}": 0.0 for lam in lambdas}}
     heads = smol.config.num_attention_heads
     slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1) / heads)
+    steep = [float(x) for x in args.steep.split(",") if x]
+    bits.update({f"slope {slope} fusion {lambdas[0]}": 0.0 for slope in steep})
     with torch.no_grad():
         for row in rows:
             target_text = row["target"].strip() if joint else row["target"].rstrip("\n")
@@ -134,6 +138,11 @@ def main(argv: list[str]) -> None:
                     bits[f"fusion {lam}"] -= torch.log_softmax(base + lam * lens, -1)[target].item() / math.log(2)
                     blend = torch.log_softmax(base + lam * alibi_lens, -1)[target].item()
                     bits[f"ALiBi fusion {lam}"] -= blend / math.log(2)
+                for slope in steep:   # every head at one slope: how steep a start must be to read the latest state
+                    w = torch.softmax(-slope * (i - torch.arange(i + 1)).float(), -1)
+                    fused = base + lambdas[0] * (e_smol.float() @ (w @ projected[: i + 1]))
+                    key = f"slope {slope} fusion {lambdas[0]}"
+                    bits[key] -= torch.log_softmax(fused, -1)[target].item() / math.log(2)
     n = max(counts["tokens"], 1)
     print(json.dumps({"shared_strings": len(s_ids), "map_r2_held_out": round(r2, 4), "rows": len(rows),
                       "aligned_tokens": counts["tokens"],
