@@ -14,7 +14,10 @@ predict the reference, a bridge could start from it.
             and of mB's logits plus lambda x the lens' (a fusion no parameter was trained for)
   ALiBi     the same fusion with the lens as a bridge would deliver it at init with zero queries and keys: each of
             mB's heads (its head_dim slice of M h) averages Gemma's states up to the boundary with the recency bias'
-            weights (softmax of -slope_h x distance, slopes 2^(-8(h+1)/H)), not the latest state alone
+            weights (softmax of -slope_h x distance, slopes 2^(-8(h+1)/H)), not the latest state alone; --steep:
+            one slope for every head instead (how steep a start must be to read the latest state)
+  worlds    languages_xtok (Gemma -> SmolLM2, FLORES rows after "English: "); --world code_xtok (Qwen2.5-Coder ->
+            SmolLM2, a code set's prompt continued by its target); a test split is refused
 
     python experiments/table2_xtok/vocab_lens.py [--per-group 5] [--root <a build>]
     python experiments/table2_xtok/vocab_lens.py --world code_xtok --set cc_dev --per-group 32 --root <a build>
