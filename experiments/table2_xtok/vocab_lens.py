@@ -93,6 +93,7 @@ def main(argv: list[str]) -> None:
     residual = e_smol[s_ids][held] @ fit - e_gemma[g_ids][held]
     r2 = 1 - residual.pow(2).sum().item() / (e_gemma[g_ids][held] - e_gemma[g_ids][held].mean(0)).pow(2).sum().item()
     fit = torch.linalg.lstsq(e_smol[s_ids], e_gemma[g_ids]).solution.float()
+    head = e_smol.float()   # SmolLM2's output embeddings, in the dtype the lens is scored in (once, not per token)
 
     lambdas = [float(x) for x in args.lambdas.split(",")]
     rows, seen = [], {}
@@ -127,10 +128,10 @@ def main(argv: list[str]) -> None:
                 if a < start or (a not in g_ending):
                     continue
                 target, i = s_tokens[k], g_ending[a]
-                lens = e_smol.float() @ projected[i]
+                lens = head @ projected[i]
                 weights = torch.softmax(-slopes[:, None] * (i - torch.arange(i + 1))[None, :].float(), -1)  # [H, i+1]
                 blended = torch.einsum("hj,jhd->hd", weights, projected[: i + 1].view(i + 1, heads, -1)).reshape(-1)
-                alibi_lens = e_smol.float() @ blended
+                alibi_lens = head @ blended
                 base = s_logits[k - 1].float()
                 counts["tokens"] += 1
                 counts["mB"] += int(base.argmax()) == target
@@ -143,7 +144,7 @@ def main(argv: list[str]) -> None:
                     bits[f"ALiBi fusion {lam}"] -= blend / math.log(2)
                 for slope in steep:   # every head at one slope: how steep a start must be to read the latest state
                     w = torch.softmax(-slope * (i - torch.arange(i + 1)).float(), -1)
-                    fused = base + lambdas[0] * (e_smol.float() @ (w @ projected[: i + 1]))
+                    fused = base + lambdas[0] * (head @ (w @ projected[: i + 1]))
                     key = f"slope {slope} fusion {lambdas[0]}"
                     bits[key] -= torch.log_softmax(fused, -1)[target].item() / math.log(2)
     n = max(counts["tokens"], 1)
