@@ -253,6 +253,9 @@ def train(args) -> None:
         comp["read_pending"] = True
     if args.recency_bias:
         comp["recency_bias"] = True
+    if args.lexical_start:
+        strength, slope = (float(x) for x in args.lexical_start.split(":"))
+        comp["lexical_start"] = {"strength": strength, "slope": slope}
     if args.dc:  # another D_C: data/code_xtok/<stem>.jsonl (rows of prompt, target), or MBPP's train split; with
         # commas, several files mixed as the stage mixes a data list (e.g. composition_train,english_train: replay)
         stems = [write_mbpp_train_dc() if stem == "mbpp-train" else stem for stem in args.dc.split(",")]
@@ -296,6 +299,7 @@ def train(args) -> None:
     order: list[int] = []
     record = {"tag": args.tag, "settings": {"dc": cfg["data"], "connections": comp.get("connections"), "final_norm": comp.get("final_norm"),
               "read_pending": bool(comp.get("read_pending")), "recency_bias": bool(comp.get("recency_bias")),
+              "lexical_start": comp.get("lexical_start"),
               "steps": args.steps, "lr": tcfg["lr"], "warmup_ratio": tcfg["warmup_ratio"], "batch_size": batch,
               "micro_batches": micro, "seed": args.seed}, "counts": counts, "setup": setup, "curve": [], "train_loss": []}
     OUT.mkdir(parents=True, exist_ok=True)
@@ -394,6 +398,8 @@ def main() -> None:
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--read-pending", action="store_true", help="the composition also reads mA's tails (read_pending)")
     p.add_argument("--recency-bias", action="store_true", help="ALiBi bias in the cross-attention (recency_bias)")
+    p.add_argument("--lexical-start", default=None, metavar="STRENGTH:SLOPE",
+                   help="the deepest connection starts from the map between the output embeddings (lexical_start)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dc", default=None, help="D_C: a file stem in data/code_xtok/, or mbpp-train (MBPP's train split in the test prompts' layout, "
                    "0-shot; written to data/code_xtok/dc_mbpp_train.jsonl); several, comma-separated, are mixed as the stage mixes a "

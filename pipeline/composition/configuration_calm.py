@@ -84,6 +84,17 @@ def validate_connections(connections, num_augmenting_layers: int, num_anchor_lay
     return checked
 
 
+def check_lexical_start(value) -> dict | None:
+    """None, or {strength, slope}: two positive numbers (CALMConfig.lexical_start)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"strength", "slope"} or not all(
+            _is_real(value[k]) and value[k] > 0 for k in ("strength", "slope")):
+        raise CompositionConfigError(f"lexical_start must be null or {{strength: <number > 0>, slope: <number > 0>}}, "
+                                     f"not {value!r}")
+    return {"strength": float(value["strength"]), "slope": float(value["slope"])}
+
+
 class CALMConfig(PreTrainedConfig):
     r"""
     anchor (`dict`): the anchor mB as recorded by `base_models.describe` (source, widths, depth, fingerprint).
@@ -115,6 +126,14 @@ class CALMConfig(PreTrainedConfig):
         anchor (about a word), so its prediction of the next token arrives too late to be read. A tail the text then
         commits as it was shares its slots, so mA runs on ~1.15 times its tokens. Saved only when true, so
         compositions made without it keep their bytes.
+    lexical_start (`dict`): cross-tokenizer compositions only, e.g. `{strength: 0.25, slope: 4.0}`. Each mA's
+        deepest connection (mA's last layer, after its final norm, into mB's last layer) starts out carrying mA's
+        next-token prediction into mB's vocabulary (lexical_start.py): f_proj is the least-squares map between the
+        two output embedding tables over the token strings both vocabularies hold, and W_O scales it so that mB's
+        logits move by `strength` times those of the map; its queries start at zero and every head carries an ALiBi
+        bias of `slope`, so it reads mA's latest state. The other connections start as usual. Needs
+        `lexical_texts` in from_models (a few training texts, to measure the two residual scales). Saved only when
+        set.
     layers_per_connection (`int`): how `from_models` chose the default connections (one per block of this many mA
         layers, paper: 4); recorded for the reader. The connections in `augmenting` are what the model uses.
 
@@ -139,6 +158,7 @@ class CALMConfig(PreTrainedConfig):
     attention_dropout: float = 0.0
     augmenting_dropout: float = 0.0
     read_pending: bool = False
+    lexical_start: dict | None = None
     layers_per_connection: int = 4
     vocab_size: int | None = None
 
@@ -158,6 +178,7 @@ class CALMConfig(PreTrainedConfig):
             raise CompositionConfigError(
                 f"layers_per_connection must be a positive integer, not {self.layers_per_connection!r}"
             )
+        self.lexical_start = check_lexical_start(self.lexical_start)
         if self.cross_tokenizer and self.mode != "iterative":
             raise CompositionConfigError("a cross-tokenizer composition runs in mode='iterative' only")
         anchor_width = self.anchor.get("hidden_size") if isinstance(self.anchor, dict) else None
@@ -178,7 +199,7 @@ class CALMConfig(PreTrainedConfig):
 
 
 # Options added after compositions were published; written to config.json only when on, so that those keep their bytes
-LATER_SWITCHES = ("read_pending", "recency_bias")
+LATER_SWITCHES = ("read_pending", "recency_bias", "lexical_start")
 READ_PENDING_NEEDS_TWO_TOKENIZERS = ("read_pending is for cross-tokenizer compositions (models with different "
                                      "tokenizers, given a CALMProcessor); with one tokenizer mA reads every token "
                                      "the anchor reads")

@@ -19,12 +19,13 @@ class CrossAttention(nn.Module):
     D_B^2, which the paper's formula leaves out. No biases. W_O starts at zero, so an untrained composition is
     exactly its anchor.
 
+    `slope` gives every head one ALiBi slope (CALMForCausalLM sets it on a lexical start's connection).
     Its options come from the composition's CALMConfig (num_heads, normalize_inputs, rotary, rotary_theta,
     recency_bias, attention_dropout, augmenting_dropout); `config.num_heads` must be set (CALMForCausalLM sets None to the
     anchor's head count). They are copied to attributes of the same names, which forward() reads.
     """
 
-    def __init__(self, config: CALMConfig, augmenting_width: int, anchor_width: int):
+    def __init__(self, config: CALMConfig, augmenting_width: int, anchor_width: int, slope: float | None = None):
         super().__init__()
         num_heads = config.num_heads
         if num_heads is None:
@@ -41,7 +42,9 @@ class CrossAttention(nn.Module):
         self.normalize_inputs = config.normalize_inputs
         self.rotary = config.rotary
         self.rotary_theta = config.rotary_theta
-        self.recency_bias = config.recency_bias
+        # slope: one ALiBi slope for every head (a lexical start's connection, lexical_start.py), recency bias or not
+        self.recency_bias = config.recency_bias or slope is not None
+        self.slope = slope
         self.attention_dropout = config.attention_dropout
         self.augmenting_dropout = config.augmenting_dropout
         self.f_proj = nn.Linear(augmenting_width, anchor_width, bias=False)
@@ -86,7 +89,10 @@ class CrossAttention(nn.Module):
         every mode, with or without a cache: [B, 1, T, S] bool -> [B, H, T, S] additive mask."""
         rank = allowed.long().cumsum(-1)
         distance = (rank[..., -1:] - rank).float()
-        slopes = 2.0 ** (-8.0 * torch.arange(1, self.num_heads + 1, device=allowed.device) / self.num_heads)
+        if self.slope is None:
+            slopes = 2.0 ** (-8.0 * torch.arange(1, self.num_heads + 1, device=allowed.device) / self.num_heads)
+        else:
+            slopes = torch.full((self.num_heads,), self.slope, device=allowed.device)
         bias = -slopes[None, :, None, None] * distance
         return bias.masked_fill(~allowed, float("-inf")).to(self.q_proj.weight.dtype)
 

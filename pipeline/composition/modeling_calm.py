@@ -33,6 +33,7 @@ from .configuration_calm import (CALMConfig, CALM_OPTIONS, READ_PENDING_NEEDS_TW
                                  default_connections, validate_connections)
 from .cross_attention import CALMCache, CrossAttention, _AnchorStep, _positions_from_mask
 from .input_checks import check_cross_inputs, check_inputs
+from .lexical_start import NEEDS_TWO_TOKENIZERS as LEXICAL_NEEDS_TWO_TOKENIZERS, lexical_connection, start_lexically
 from .keys_values import CALMKeysValuesMixin
 from .loading_checks import (CompositionLoadError, _check_bases, _check_processor, _check_vocabulary, _processor_for,
                              _source)
@@ -62,10 +63,12 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
         self.processor = processor if config.cross_tokenizer else None
         if config.read_pending and not config.cross_tokenizer:
             raise CompositionConfigError(READ_PENDING_NEEDS_TWO_TOKENIZERS)
+        if config.lexical_start and not config.cross_tokenizer:
+            raise CompositionConfigError(LEXICAL_NEEDS_TWO_TOKENIZERS)
         if config.num_heads is None:  # the default, written down so that the saved config says what was built
             config.num_heads = anchor_config.num_attention_heads
         self.anchor = anchor
-        backbones, bridges, augmenting_layers, final_norms = [], [], [], []
+        backbones, bridges, augmenting_layers, final_norms, lexical_connections = [], [], [], [], []
         for index, (model, record) in enumerate(zip(augmenting, config.augmenting)):
             connections = validate_connections(
                 [tuple(pair) for pair in record["connections"]],
@@ -80,13 +83,19 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
             backbones.append(backbone)
             augmenting_layers.append(layers)
             width = text_config(model).hidden_size
-            bridges.append(
-                nn.ModuleList(CrossAttention(config, width, anchor_config.hidden_size) for _ in connections)
-            )
+            lexical = (lexical_connection(connections, last + 1, anchor_config.num_hidden_layers, config.final_norm,
+                                          f"augmenting model {index}") if config.lexical_start else None)
+            lexical_connections.append(lexical)
+            slope = config.lexical_start["slope"] if config.lexical_start else None
+            bridges.append(nn.ModuleList(
+                CrossAttention(config, width, anchor_config.hidden_size, slope=slope if k == lexical else None)
+                for k in range(len(connections))
+            ))
         self.augmenting = nn.ModuleList(backbones)
         self._augmenting_layers = augmenting_layers  # plain references; the modules are registered via the backbones
         self._final_norms = final_norms  # per mA: (final norm, last layer index) if a connection reads after it
         self.bridges = nn.ModuleList(bridges)
+        self._lexical_connections = lexical_connections  # per mA: the connection a lexical start sets (or None)
         self._connections = [
             [tuple(pair) for pair in record["connections"]] for record in config.augmenting
         ]
@@ -115,6 +124,7 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
         augmenting: PreTrainedModel | list[PreTrainedModel],
         connections=None,
         processor: CALMProcessor | None = None,
+        lexical_texts: list[str] | None = None,
         **options,
     ) -> "CALMForCausalLM":
         """Compose `anchor` with `augmenting` (one model or a list).
@@ -138,6 +148,9 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
         processor: a CALMProcessor(anchor tokenizer, augmenting tokenizer(s)) when the tokenizers differ: each mA then
         reads its own tokens of the same text (alignment.py); the saved config names every tokenizer. Without it, mA
         and mB must share one tokenizer.
+
+        lexical_texts: a few training texts, with the option lexical_start (lexical_start.py measures the two
+        models' residual scales on them).
         """
         unknown = sorted(set(options) - set(CALM_OPTIONS))
         if unknown:
@@ -201,7 +214,10 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
         if processor is not None:
             anchor_record["tokenizer"] = anchor_tokenizer
         config = CALMConfig(anchor=anchor_record, augmenting=records, vocab_size=anchor_config.vocab_size, **options)
-        return cls(config, anchor, augmenting, processor=processor)
+        model = cls(config, anchor, augmenting, processor=processor)
+        if config.lexical_start:
+            start_lexically(model, augmenting, lexical_texts)
+        return model
 
     def _init_weights(self, module):
         if isinstance(module, CrossAttention):

@@ -252,6 +252,9 @@ class Lora(Kind):
         return PeftModel.from_pretrained(model, str(directory))
 
 
+LEXICAL_TEXTS = 16  # D_C rows a lexical start measures the residual scales on
+
+
 class Composition(Kind):
     name = "composition"
     shardable = True
@@ -273,6 +276,9 @@ class Composition(Kind):
             options["connections"] = [[tuple(pair) for pair in conns] for conns in options["connections"]]
         if processor is not None:
             options["processor"] = processor
+        if options.get("lexical_start"):  # its scales are measured on the first rows of D_C, as the model reads them
+            rows = world_rows(stage.world, data_stems(stage.cfg))[:LEXICAL_TEXTS]
+            options["lexical_texts"] = [row.get("prompt", "") + row["target"] for row in rows]
         model = CALMForCausalLM.from_models(anchor=anchor, augmenting=augmenting, **options)
         counts = {"n_composition_parameters": model.num_composition_parameters()}
         return model, ({**counts, "cross_tokenizer": True} if processor is not None else counts)

@@ -78,6 +78,7 @@ def composition_added_parameters(params: dict, world: str, name: str, tokenizer)
         tokenizers = [read_by(a) for a in cfg["augmenting"]]
         augmenting = [_built_architecture(params, world, a, t) for a, t in zip(cfg["augmenting"], tokenizers)]
         options = {k: v for k, v in (cfg.get("composition") or {}).items() if v is not None}
+        options.pop("lexical_start", None)  # an initialization of existing parameters: it adds none
         if any(len(t) != len(anchor_tokenizer) for t in tokenizers):  # different tokenizers: composed as training does
             from pipeline.composition import CALMProcessor
 

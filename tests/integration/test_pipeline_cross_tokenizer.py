@@ -156,6 +156,33 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_
     assert (template / saved / "train_info.json").read_text() == (saved / "train_info.json").read_text()
 
 
+def test_a_lexical_start_is_measured_on_D_C_rows_adds_no_parameters_and_is_saved(world, monkeypatch):
+    """`composition.lexical_start` through the train stage: the start measures its scales on D_C's first rows as the
+    model reads them (prompt + target), the LoRA parity count (from conf) is the trained one, and the saved
+    composition carries the start's slope on its one connection (mA's last layer into mB's)."""
+    import pipeline.composition.modeling_calm as modeling_calm
+    from pipeline.composition import CALMForCausalLM
+    from pipeline.tokenization import load_tokenizer
+    from pipeline.train import train
+    from pipeline.training.data import world_rows
+    from pipeline.training.kinds import LEXICAL_TEXTS, composition_added_parameters
+
+    seen, start = [], modeling_calm.start_lexically
+    monkeypatch.setattr(modeling_calm, "start_lexically", lambda model, augmenting, texts: (
+        seen.append(texts), start(model, augmenting, texts)))
+    p = world("worlds.xtok.models.calm.composition.final_norm=true",
+              "+worlds.xtok.models.calm.composition.lexical_start={strength:0.25,slope:4.0}")
+    train(p, "xtok/calm")
+    rows = world_rows("xtok", ["train"])[:LEXICAL_TEXTS]
+    assert seen == [[row["prompt"] + row["target"] for row in rows]] and len(rows) == LEXICAL_TEXTS
+    recorded = json.loads(Path("models/xtok/calm/train_info.json").read_text())
+    world_tokenizer = load_tokenizer("models/xtok/tokenizer")
+    assert composition_added_parameters(p, "xtok", "calm", world_tokenizer) == recorded["n_composition_parameters"]
+    calm = CALMForCausalLM.from_pretrained("models/xtok/calm")
+    assert calm.config.lexical_start == {"strength": 0.25, "slope": 4.0}
+    assert [b.slope for b in calm.bridges[0]] == [4.0]
+
+
 def test_bad_cross_tokenizer_conf_is_one_line(world, tmp_path):
     from pipeline.layout import tokenizer_dir
     from pipeline.tokenization import build_tokenizer

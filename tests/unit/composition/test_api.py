@@ -53,8 +53,9 @@ NON_DEFAULT = {
 }
 BRIDGE_ATTRIBUTES = ("num_heads", "normalize_inputs", "rotary", "rotary_theta", "attention_dropout", "augmenting_dropout",
                      "recency_bias")
-# read_pending needs two tokenizers (a CALMProcessor): its option is taken and checked in test_alignment.py
-TWO_TOKENIZER_OPTIONS = {"read_pending"}
+# these need two tokenizers (a CALMProcessor): read_pending is taken and checked in test_alignment.py, lexical_start
+# in test_lexical_start.py
+TWO_TOKENIZER_OPTIONS = {"read_pending", "lexical_start"}
 
 
 def test_the_option_names_are_the_config_fields_and_from_models_takes_each():
