@@ -17,7 +17,6 @@ on the language pair (Gemma -> SmolLM2) and 6.7% on the code pair (Qwen2.5-Coder
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from .base_models import decoder_layers, final_norm, text_config
 from .configuration_calm import CompositionConfigError
@@ -129,10 +128,3 @@ def start_lexically(model, augmenting: list, texts: list[str]) -> None:
             bridge.q_proj.weight.zero_()
             bridge.o_proj.weight.copy_(torch.diag(scale / gain).to(bridge.o_proj.weight.dtype))
 
-
-def lens_logits(model, index: int, augmenting_states: torch.Tensor) -> torch.Tensor:
-    """E_B rms_norm(M h) for mA states h [..., D_A] through mA `index`'s lexical connection's f_proj: the anchor
-    logits its start adds (up to the scale), for tests and probes."""
-    bridge = model.bridges[index][model._lexical_connections[index]]
-    projected = F.rms_norm(bridge.f_proj(augmenting_states), (bridge.f_proj.out_features,), eps=1e-6)
-    return projected @ model.anchor.get_output_embeddings().weight.T

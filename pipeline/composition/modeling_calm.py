@@ -33,8 +33,8 @@ from .configuration_calm import (CALMConfig, CALM_OPTIONS, READ_PENDING_NEEDS_TW
                                  default_connections, validate_connections)
 from .cross_attention import CALMCache, CrossAttention, _AnchorStep, _positions_from_mask
 from .input_checks import check_cross_inputs, check_inputs
-from .lexical_start import NEEDS_TWO_TOKENIZERS as LEXICAL_NEEDS_TWO_TOKENIZERS, lexical_connection, start_lexically
 from .keys_values import CALMKeysValuesMixin
+from .lexical_start import NEEDS_TWO_TOKENIZERS as LEXICAL_NEEDS_TWO_TOKENIZERS, lexical_connection, start_lexically
 from .loading_checks import (CompositionLoadError, _check_bases, _check_processor, _check_vocabulary, _processor_for,
                              _source)
 
