@@ -44,17 +44,11 @@ def token_bytes(tokenizer):
 
 
 def shared_strings(smol, gemma) -> tuple[list[int], list[int]]:
-    """(SmolLM2 ids, Gemma ids) of the non-blank token byte strings both vocabularies hold, each string once."""
-    gemma_bytes, smol_bytes = token_bytes(gemma), token_bytes(smol)
-    gemma_by_bytes = {}
-    for g in range(len(gemma)):
-        gemma_by_bytes.setdefault(gemma_bytes(g), g)
-    pairs = {}
-    for s in range(len(smol)):
-        text = smol_bytes(s)
-        if text.strip() and text in gemma_by_bytes:
-            pairs.setdefault(text, (s, gemma_by_bytes[text]))
-    return [s for s, _ in pairs.values()], [g for _, g in pairs.values()]
+    """(SmolLM2 ids, Gemma ids) of the non-blank token byte strings both vocabularies hold, each string once: the
+    pairs the composition's lexical start fits its map on (pipeline/composition/lexical_start.py)."""
+    from pipeline.composition.lexical_start import shared_strings as shared_token_strings
+
+    return shared_token_strings(token_bytes(smol), token_bytes(gemma))
 
 
 def boundaries(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
