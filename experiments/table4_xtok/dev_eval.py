@@ -5,9 +5,13 @@ FLORES devtest lines 900-999 (flores_dev, graded as flores_test: chrF per langua
 `set:N/group` the first N of each group (language). Writes reports/<world>/dev/<model>.json (scores, per-item
 verdicts, seconds) and its predictions beside it.
 
-    python experiments/table4_xtok/dev_eval.py [--world W] <model> [set[:N[/group]] ...]  # code_xtok: cc_dev t2c_dev
+    python experiments/table4_xtok/dev_eval.py [--world W] [--generation K=V,...] <model> [set[:N[/group]] ...]
     e.g.  python experiments/table4_xtok/dev_eval.py calm cc_dev:16 bpb_prose_test
           CALM_PARAMS=real/params.yaml python experiments/table4_xtok/dev_eval.py --world languages_xtok calm flores_dev:5/group
+
+`--generation repetition_penalty=1.2` sets fields of the model's generation_config (transformers' names; numbers
+as numbers) for every generated set, a decoding to try on the dev slice; the files are then named
+`<model>+repetition_penalty=1.2.json`, so they never replace the model's plain ones.
 """
 from __future__ import annotations
 
@@ -36,6 +40,20 @@ def first_rows(rows: list[dict], spec: str) -> list[dict]:
     return kept
 
 
+def parse_generation(spec: str) -> dict:
+    """`K=V,K=V` -> {K: V}, each value read as JSON where it is one (1.2, true, null), else kept as text."""
+    fields = {}
+    for item in filter(None, spec.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"dev_eval: --generation {item!r} is not KEY=VALUE")
+        try:
+            fields[key] = json.loads(value)
+        except json.JSONDecodeError:
+            fields[key] = value
+    return fields
+
+
 def main(argv: list[str]) -> None:
     from pipeline.evaluate import evaluate_sets
     from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
@@ -46,9 +64,13 @@ def main(argv: list[str]) -> None:
     from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import set_threads
 
-    world = "code_xtok"
-    if argv[:1] == ["--world"]:
-        world, argv = argv[1], argv[2:]
+    world, generation = "code_xtok", {}
+    while argv[:1] in (["--world"], ["--generation"]) and len(argv) > 1:
+        if argv[0] == "--world":
+            world = argv[1]
+        else:
+            generation = parse_generation(argv[1])
+        argv = argv[2:]
     if not argv or world not in DEFAULT_SETS:
         raise SystemExit(__doc__)
     name, wanted = argv[0], argv[1:] or DEFAULT_SETS[world]
@@ -72,11 +94,17 @@ def main(argv: list[str]) -> None:
     t0 = time.time()
     tokenizer = load_tokenizer(model_dir(world, name) if own else tokenizer_dir(world))
     model = load_trained_model(model_dir(world, name)).eval()
+    for key, value in generation.items():
+        if not hasattr(model.generation_config, key):
+            raise SystemExit(f"dev_eval: --generation {key}: not a field of transformers' GenerationConfig")
+        setattr(model.generation_config, key, value)
     load_s = time.time() - t0
     metrics, records = evaluate_sets(model, tokenizer, sets, ecfg)
     out = Path("reports") / world / "dev"
-    atomic_write_json(out / f"{name}.json", {"model": name, "load_seconds": round(load_s, 1), "metrics": metrics})
-    atomic_write_jsonl(out / f"{name}.predictions.jsonl", records)
+    stem = name + "".join(f"+{k}={v}" for k, v in generation.items())
+    atomic_write_json(out / f"{stem}.json", {"model": name, "generation": generation, "load_seconds": round(load_s, 1),
+                                             "metrics": metrics})
+    atomic_write_jsonl(out / f"{stem}.predictions.jsonl", records)
     print(json.dumps({s: {k: m[k] for k in ("score", "n", "seconds")} for s, m in metrics.items()}), "load", round(load_s, 1))
 
 
