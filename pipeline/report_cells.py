@@ -52,6 +52,12 @@ def _model_line(name: str, cfg: dict, models: dict | None = None) -> str:
         return (f"{name}: composition of anchor {cfg['anchor']} with {', '.join(cfg['augmenting'])}, mode "
                 f"{comp.get('mode') or 'iterative'}, connections {conns if conns is not None else 'default (every 4th mA layer)'}"
                 + ("; mA's last layer read after its final norm" if comp.get("final_norm") else "")
+                + ("; each anchor token also reads mA's states on the word in progress (read_pending)"
+                   if comp.get("read_pending") else "")
+                + ("; ALiBi recency bias over the readable mA states" if comp.get("recency_bias") else "")
+                + (f"; bridges started from the shared vocabulary (lexical start, strength "
+                   f"{comp['lexical_start']['strength']}, slope {comp['lexical_start']['slope']})"
+                   if comp.get("lexical_start") else "")
                 + (f"; attention dropout {comp['attention_dropout']} while training" if comp.get("attention_dropout") else "")
                 + (f"; dropout {comp['augmenting_dropout']} on mA's states while training" if comp.get("augmenting_dropout") else "")
                 + (f"; D_C `{cfg['data']}` mixed with {100 * replay:.0f}% rows of the anchor's own training data (anchor replay"

@@ -45,3 +45,19 @@ def test_report_refuses_a_row_of_a_set_the_world_does_not_evaluate(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     with pytest.raises(PipelineError, match="nope_test"):
         build_table("table1", params)
+
+
+def test_models_line_names_every_cross_tokenizer_switch_a_composition_sets():
+    """A reader reruns what the report names: a switch that changes what CALM computes appears in its line, and
+    a composition that leaves them off reads as before (the published same-tokenizer tables stay byte for byte)."""
+    from pipeline.report_cells import _model_line
+    base = {"kind": "composition", "anchor": "mB", "augmenting": ["mA"], "data": "code_train",
+            "composition": {"connections": [[[3, 4]]], "final_norm": True}}
+    plain = _model_line("calm", base)
+    switched = _model_line("calm", {**base, "composition": {**base["composition"], "read_pending": True,
+                                                            "recency_bias": True,
+                                                            "lexical_start": {"strength": 0.25, "slope": 4.0}}})
+    assert not any(w in plain for w in ("read_pending", "recency", "lexical"))
+    assert switched.startswith(plain.split("; D_C")[0])
+    for words in ("(read_pending)", "ALiBi recency bias", "lexical start, strength 0.25, slope 4.0"):
+        assert words in switched
