@@ -55,6 +55,10 @@ def resolve_model_path(name_or_path: str) -> str:
     return str(_package_folder(name_or_path[len(PACKAGE_SCHEME) :], name_or_path))
 
 
+def _cache_root() -> Path:
+    return Path(os.environ.get("CALM_CACHE", Path.home() / ".cache" / "calm-repro"))
+
+
 def _assembled_parts(name_or_path: str) -> Path:
     import tempfile
 
@@ -69,7 +73,7 @@ def _assembled_parts(name_or_path: str) -> Path:
         parts += files
     # the folder is named by the parts' names and sizes: another version of a package assembles elsewhere
     key = hashlib.sha256("|".join(f"{f.parent.parent.name}/{f.name}:{f.stat().st_size}" for f in parts).encode())
-    folder = Path(os.environ.get("CALM_CACHE", Path.home() / ".cache" / "calm-repro")) / "pkg-parts" / key.hexdigest()[:16]
+    folder = _cache_root() / "pkg-parts" / key.hexdigest()[:16]
     target = folder / PARTS_FILE
     expected = sum(f.stat().st_size for f in parts)
     if target.is_file() and target.stat().st_size == expected:
@@ -166,7 +170,7 @@ def _tokenizer_from_first_part(name_or_path: str, **kwargs):
     tokenizer_class = tokenizer_class_from_name(TOKENIZER_MAPPING_NAMES.get(model_type) or "TokenizersBackend")
     if tokenizer_class is None:
         return None
-    folder = Path(os.environ.get("CALM_CACHE", Path.home() / ".cache" / "calm-repro")) / "pkg-parts-head" / (
+    folder = _cache_root() / "pkg-parts-head" / (
         hashlib.sha256(f"{files[0]}:{files[0].stat().st_size}".encode()).hexdigest()[:16])
     link = folder / PARTS_FILE
     if not link.is_symlink() or link.resolve() != files[0].resolve():
