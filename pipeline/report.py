@@ -1,4 +1,6 @@
 """Stage report@<table>: `python -m pipeline.report <table>` -> reports/<table>.md and .csv.
+`python -m pipeline.report <table> <world>` prints that world's block alone, as the whole table computes it, and
+writes nothing: it reads that world's outputs only, so it works in a workspace that has built one world.
 
 A table is blocks, one per world (`reports.<table>.blocks.<world>`): rows are evaluation sets (each with its
 metric), columns are models; each cell is our figure beside the paper's. Under the table: the settings a reader
@@ -17,6 +19,7 @@ seeds; report_cells.py holds what both share (metric names, figures as printed, 
 """
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -90,6 +93,16 @@ def build_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
     return md.getvalue(), buf.getvalue(), cells
 
 
+def world_block(table: str, params: dict, world: str) -> str:
+    """One world's block of a table, as the whole table computes it (a block reads its own world's outputs only)."""
+    blocks = table_conf(table, params)["blocks"]
+    if world not in blocks:
+        raise PipelineError(f"report {table!r} has no block for world {world!r}: its blocks are {', '.join(blocks)}")
+    params = copy.deepcopy(params)
+    params["reports"][table]["blocks"] = {world: blocks[world]}
+    return build_table(table, params)[0]
+
+
 def write_report(table: str, params: dict) -> str:
     """Build the table, then write reports/<table>.csv and .md (each atomically); -> the markdown."""
     md, csv_text, _ = build_table(table, params)
@@ -100,8 +113,11 @@ def write_report(table: str, params: dict) -> str:
 
 @cli
 def main(argv: list[str]) -> None:
-    if len(argv) != 1:
-        raise PipelineError("usage: python -m pipeline.report <table>")
+    if len(argv) not in (1, 2):
+        raise PipelineError("usage: python -m pipeline.report <table> [<world>]")
+    if len(argv) == 2:
+        print(world_block(argv[0], load_params(), argv[1]))
+        return
     print(write_report(argv[0], load_params()))
 
 

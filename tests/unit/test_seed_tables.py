@@ -260,3 +260,24 @@ def test_a_sweep_job_rebuilds_only_what_is_drawn_at_random_and_shares_released_a
     params = {"worlds": {"w": {"models": models}}}
     assert sorted(built_upstream(params, "w", "calm")) == ["released", "trained"]
     assert built_upstream(params, "w", "random_calm") == ["released"]
+
+
+def test_one_worlds_block_reads_that_world_alone_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """`python -m pipeline.report table5 <world>` in a workspace that built only that world (the whole report
+    also reads the other worlds' bases): the block the whole table would print for it, and no file written."""
+    from pipeline.report import build_table, main, world_block
+
+    every_world, one_world = compose_params([]), compose_params([f"world=[{WORLD}]"])
+    assert len(every_world["reports"]["table5"]["blocks"]) > 1
+    monkeypatch.chdir(tmp_path)
+    _fake(tmp_path, one_world, {"calm": [60.0, 62.0, 64.0], "lora": [3.0, 4.0]})
+    block = world_block("table5", every_world, WORLD)
+    assert block == build_table("table5", one_world)[0] and "**62.0** ± 2.0" in block
+    monkeypatch.setattr("pipeline.report.load_params", lambda: every_world)
+    main(["table5", WORLD])
+    assert capsys.readouterr().out.strip() == block.strip()
+    assert not (tmp_path / "reports" / "table5.md").exists() and not (tmp_path / "reports" / "table5.csv").exists()
+    with pytest.raises(SystemExit):
+        main(["table5", "no_such_world"])
+    assert capsys.readouterr().err.strip() == ("error: report 'table5' has no block for world 'no_such_world': its "
+                                               "blocks are " + ", ".join(every_world["reports"]["table5"]["blocks"]))
