@@ -72,4 +72,12 @@ def test_micro_dvc_repro_of_every_cpu_world(tmp_path):
     ran = stages_run(r.stdout)
     assert ran == {"train@kv_arithmetic/calm", "evaluate@kv_arithmetic/calm", "report@table1"}, ran
 
+    # a report that cannot run (a metrics file it reads is gone) keeps the table it had: DVC deletes a stage's
+    # outputs before running it unless they persist
+    published = {p: (repo / p).read_bytes() for p in ("reports/table1.md", "reports/table1.csv")}
+    (repo / "reports/kv_arithmetic/metrics/mA.json").unlink()
+    r = repro(repo, env, ["-s", "report@table1"])
+    assert r.returncode != 0
+    assert {p: (repo / p).read_bytes() for p in published} == published
+
 
