@@ -79,5 +79,3 @@ def test_micro_dvc_repro_of_every_cpu_world(tmp_path):
     r = repro(repo, env, ["-s", "report@table1"])
     assert r.returncode != 0
     assert {p: (repo / p).read_bytes() for p in published} == published
-
-
