@@ -5,7 +5,9 @@
 #             data/kv_arithmetic and models/kv_arithmetic/{vanilla,mA,mB,tokenizer}: `dvc checkout` from a DVC cache
 #             that holds the committed ones, or `make table1` on a CPU kind that reproduces them: docs/reproducibility.md)
 #   calm1/2   Table 5's CALM seeds 1 and 2 swept on the same published bases (sweep=cpu_kind, no report)
-# DEADLINE=<seconds> stops what still runs then (a lent machine's call limit) and still collects what finished.
+# DEADLINE=<seconds> stops what still runs then (a lent machine's call limit) and still collects what finished;
+# WORK=<dir> RESUME=1 in a second call then keeps the workspaces, skips what finished (times.txt says rc=0) and
+# resumes each killed training from its newest checkpoint (pipeline.train does; the bytes of an uninterrupted run).
 # Prints each cell beside the committed one; $OUT (default /tmp/cpu_kind) receives cpu_kind.tgz (every log, md5,
 # metrics file and model) and the printed comparison.
 #   bash launch/table1_cpu_kind.sh
@@ -21,11 +23,16 @@ for need in data/kv_arithmetic models/kv_arithmetic/vanilla models/kv_arithmetic
   [ -e "$ROOT/$need" ] || { echo "missing $need: the published bases are needed (dvc checkout from a cache that has them, or make table1 on a CPU that reproduces them)"; exit 2; }
 done
 lscpu | grep -E "Model name|^CPU\(s\)|Flags" | cut -c1-200 > "$RES/cpu.txt"
-"$PY" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" >> "$RES/cpu.txt"
+# every package a stage imports, some only inside functions (evaluate when scoring, ruamel.yaml when a sweep reads
+# dvc.lock): a lent machine lacking one fails here in one line, not minutes into a training
+"$PY" -c "import torch, transformers, datasets, accelerate, peft, safetensors, hydra, omegaconf, evaluate, ruamel.yaml, sacrebleu; print('torch', torch.__version__, 'transformers', transformers.__version__)" >> "$RES/cpu.txt" \
+  || { echo "a package the stages import is missing (above): install requirements.txt first"; exit 2; }
 cat "$RES/cpu.txt"
 
 copy() {  # the checkout's own files (as git lists them; never .venv, the wheels or outputs), then the published bases if asked
-  local dst=$WORK/$1; mkdir -p "$dst"
+  local dst=$WORK/$1
+  [ "${RESUME:-0}" = 1 ] && [ -d "$dst" ] && return 0   # a second call: the workspace and its checkpoints stay
+  mkdir -p "$dst"
   if git -C "$ROOT" rev-parse --git-dir > /dev/null 2>&1; then
     git -C "$ROOT" ls-files -co --exclude-standard -z | (cd "$ROOT" && xargs -0 cp --parents -t "$dst")
   else  # a copy without .git (a lent machine's): everything but what is never a source
@@ -40,6 +47,7 @@ copy() {  # the checkout's own files (as git lists them; never .venv, the wheels
 }
 run() {  # name, workspace, command...: its log and seconds into $RES
   local name=$1 ws=$2; shift 2
+  if [ "${RESUME:-0}" = 1 ] && grep -q "^$name rc=0 " "$RES/times.txt" 2>/dev/null; then return 0; fi
   local t0=$(date +%s) left=$(( END - $(date +%s) ))
   [ $left -gt 0 ] || { echo "$name: not started, past DEADLINE" | tee -a "$RES/times.txt"; return 124; }
   (cd "$WORK/$ws" && timeout $left "$@") > "$RES/$name.log" 2>&1; local rc=$?
