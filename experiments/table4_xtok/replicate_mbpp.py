@@ -5,6 +5,8 @@ t2c_test is (3-shot, greedy, the sandbox's pass@1). D_C (MBPP's train split) alr
 near-copies any MBPP test item, these included (`mbpp_train_rows`).
 
     python experiments/table4_xtok/replicate_mbpp.py run <label> <model folder> [--items N]
+        <label>: the world's model name, or <name>-seed<N> for a sweep's run of it (e.g. mB, mA, calm-seed1): the
+        name decides the tokenizer, as the evaluate stage does (the world's, or the model's own where it declares one)
     python experiments/table4_xtok/replicate_mbpp.py summary [--reference mB]
 
 `run` writes reports/code_xtok/replication/<label>.json (score, per-item verdicts, seconds) and its predictions;
@@ -43,10 +45,15 @@ def run(label: str, folder: str, items: int) -> None:
     from pipeline.params import load_params
     from pipeline.tokenization import load_tokenizer
     from pipeline.training.kinds import load_trained_model
+    from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import set_threads
 
     params = load_params()
     set_threads(params.get("runtime") or {})
+    name = label.split("-seed")[0]
+    if name not in params["worlds"][WORLD]["models"]:
+        raise SystemExit(f"replicate_mbpp: label {label!r} names no model of {WORLD} "
+                         f"({', '.join(params['worlds'][WORLD]['models'])}; a sweep's run: <name>-seed<N>)")
     if not Path(folder, "pipeline_kind").is_file():
         raise SystemExit(f"replicate_mbpp: {folder} is not a model folder a stage saved (no pipeline_kind)")
     rows = replication_rows(params, items)
@@ -54,7 +61,8 @@ def run(label: str, folder: str, items: int) -> None:
     ecfg["sets"] = {"t2c_replication": dict(ecfg["sets"]["t2c_test"], per_item=True)}
     t0 = time.time()
     model = load_trained_model(Path(folder)).eval()
-    metrics, records = evaluate_sets(model, load_tokenizer(tokenizer_dir(WORLD)), {"t2c_replication": rows}, ecfg)
+    tokenizer = load_tokenizer(Path(folder) if declared_tokenizer(params, WORLD, name) is not None else tokenizer_dir(WORLD))
+    metrics, records = evaluate_sets(model, tokenizer, {"t2c_replication": rows}, ecfg)
     m = metrics["t2c_replication"]
     atomic_write_json(OUT / f"{label}.json", {"label": label, "model": folder, "items": [r["id"] for r in rows],
                                               "score": m["score"], "n": m["n"], "seconds": round(time.time() - t0, 1),
