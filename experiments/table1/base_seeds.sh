@@ -24,6 +24,9 @@ export PATH="$ROOT/.venv/bin:$PATH" WANDB_MODE=disabled TQDM_DISABLE=1
 mkdir -p "$WORK"
 git clone -q "$ROOT" "$DIR"
 ln -s "$ROOT/.venv" "$DIR/.venv"
+# params.yaml is composed for every CPU world, and the language and code worlds check ../shared/benchmarks then
+[ -e "$WORK/shared" ] || [ ! -d "$ROOT/../shared" ] || ln -s "$(cd "$ROOT/../shared" && pwd)" "$WORK/shared"
+trap 'echo "base seed $SEED: failed; the log: $DIR/results/log.txt"' ERR
 cd "$DIR"
 bases="+worlds.kv_arithmetic.models.vanilla.seed=$SEED +worlds.kv_arithmetic.models.mA.seed=$SEED +worlds.kv_arithmetic.models.mB.seed=$SEED"
 mkdir -p results
