@@ -6,7 +6,8 @@ seeds 1 and 2, trained on the same bases).
 
 Prints, per base seed, mA's KV-Substitution, mB's NUM-Arithmetic and CALM's four figures for each composition seed
 with their mean ± std; then every run pooled, and the spread of the base seeds' means (how far a base seed moves a
-cell, the yardstick for the float paths' gap, which sits in the bases).
+cell, the yardstick for the float paths' gap, which sits in the bases). Runs made with CALM_OVERRIDES (another
+recipe) are tabulated without the published row, and runs of different recipes are refused, in one line.
 """
 from __future__ import annotations
 
@@ -32,9 +33,16 @@ def published_base() -> dict:
     for seed in (1, 2):
         record = json.loads((world / "sweeps" / "table5" / f"calm-seed{seed}" / "run.json").read_text())
         calm[seed] = scores(record["metrics"])
-    return {"mA": json.loads((world / "metrics" / "mA.json").read_text())["metrics"]["kv_subs_test"]["score"],
+    return {"published": True,
+            "mA": json.loads((world / "metrics" / "mA.json").read_text())["metrics"]["kv_subs_test"]["score"],
             "mB": json.loads((world / "metrics" / "mB.json").read_text())["metrics"]["num_math_test"]["score"],
             "calm": calm}
+
+
+def overrides(results: Path) -> str:
+    """The CALM_OVERRIDES a base seed's run was made with ('' for the published recipe)."""
+    path = results / "overrides.txt"
+    return path.read_text().strip() if path.is_file() else ""
 
 
 def read_base(results: Path) -> dict:
@@ -65,28 +73,38 @@ def table(bases: dict[int, dict]) -> list[str]:
         for column in SETS:
             pooled[column] += [r[column] for r in runs]
         held_out = " / ".join(f"{r['held-out']:.1f}" for r in runs)
-        lines.append(f"| seed {base}{' (published)' if base == 0 else ''} | {b['mA']:.1f} | {b['mB']:.1f} | "
+        label = f"seed {base}" + (" (published)" if b.get("published") else "")
+        lines.append(f"| {label} | {b['mA']:.1f} | {b['mB']:.1f} | "
                      f"{held_out} | **{mean_std([r['held-out'] for r in runs])}** | "
                      + " | ".join(mean_std([r[c] for r in runs]) for c in ("held-in", "KV-Subs", "NUM")) + " |")
     lines.append(f"| every run ({len(pooled['held-out'])}) | | | | **{mean_std(pooled['held-out'])}** | "
                  + " | ".join(mean_std(pooled[c]) for c in ("held-in", "KV-Subs", "NUM")) + " |")
-    means = [statistics.mean(b["calm"][s]["held-out"] for s in b["calm"]) for b in bases.values()]
-    if len(means) > 1:
+    held_out = [[r["held-out"] for r in b["calm"].values()] for b in bases.values()]
+    means = [statistics.mean(runs) for runs in held_out]
+    within = [statistics.stdev(runs) for runs in held_out if len(runs) > 1]
+    if len(means) > 1 and within:
         lines.append(f"\nheld-out: the base seeds' means span {min(means):.1f}-{max(means):.1f} "
                      f"(std {statistics.stdev(means):.1f}); the composition seeds' std within a base, on average "
-                     f"{statistics.mean(statistics.stdev([r['held-out'] for r in b['calm'].values()]) for b in bases.values() if len(b['calm']) > 1):.1f}")
+                     f"{statistics.mean(within):.1f}")
     return lines
 
 
 def main(argv: list[str]) -> None:
     if not argv:
         raise SystemExit("usage: python experiments/table1/base_seed_spread.py <WORK of base_seeds.sh> [...]")
-    bases = {0: published_base()}
-    for work in argv:
-        for results in sorted(Path(work).glob("base*/results")):
-            bases[int(results.parent.name.removeprefix("base"))] = read_base(results)
-    if len(bases) == 1:
+    found = {int(results.parent.name.removeprefix("base")): results
+             for work in argv for results in sorted(Path(work).glob("base*/results"))}
+    if not found:
         raise SystemExit(f"base_seed_spread: no base<N>/results folder under {', '.join(argv)}")
+    recipes = {overrides(results) for results in found.values()}
+    if len(recipes) > 1:
+        raise SystemExit(f"base_seed_spread: these runs were made with different CALM_OVERRIDES ({recipes}): "
+                         "one recipe a table")
+    recipe = recipes.pop()
+    # the committed files are the published recipe's: beside another recipe's runs they would mix two recipes
+    bases = {} if recipe else {0: published_base()}
+    bases.update({seed: read_base(results) for seed, results in found.items()})
+    print(f"recipe: {recipe or 'published'}")
     print("\n".join(table(bases)))
 
 

@@ -37,3 +37,14 @@ def test_a_folder_without_calm_runs_is_one_line(tmp_path):
     write_base(tmp_path / "base1" / "results", [])
     with pytest.raises(SystemExit, match="holds no calm-seed"):
         spread.read_base(tmp_path / "base1" / "results")
+
+
+def test_another_recipe_leaves_out_the_published_row_and_two_recipes_are_refused(tmp_path, capsys):
+    write_base(tmp_path / "base1" / "results", [90.0, 92.0])
+    (tmp_path / "base1" / "results" / "overrides.txt").write_text("a.dropout=0.4\n")
+    spread.main([str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "recipe: a.dropout=0.4" in out and "| seed 1 |" in out and "published" not in out
+    write_base(tmp_path / "base2" / "results", [80.0, 84.0])   # the published recipe: no overrides.txt
+    with pytest.raises(SystemExit, match="different CALM_OVERRIDES"):
+        spread.main([str(tmp_path)])
