@@ -84,7 +84,9 @@ def test_hostile_program_is_contained(case):
     start = time.monotonic()
     result = run_program(program, tests, FAST)
     assert not result.passed, (case, result.status, result.output[-500:])
-    assert time.monotonic() - start < FAST.timeout_s + 10
+    # contained = killed at its timeout, not left to run: a bomb never ends on its own, so any finite bound proves it.
+    # The margin is wide because killing a fork bomb's tree on a loaded 2-core machine took 16.6 s once (3-5 s idle).
+    assert time.monotonic() - start < FAST.timeout_s + 60
     assert_harness_still_works()
 
 
