@@ -26,6 +26,13 @@ def scores(metrics: dict) -> dict[str, float]:
     return {column: float(metrics[key]["score"]) for column, key in SETS.items()}
 
 
+def base_skills(folder: Path) -> dict[str, float]:
+    """Each base's own skill from its metrics file in `folder`: mA's KV-Substitution, mB's NUM-Arithmetic."""
+    def score(model, key):
+        return float(json.loads((folder / f"{model}.json").read_text())["metrics"][key]["score"])
+    return {"mA": score("mA", "kv_subs_test"), "mB": score("mB", "num_math_test")}
+
+
 def published_base() -> dict:
     """Base seed 0 as published: the committed metrics files and Table 5's sweep records of CALM seeds 1-2."""
     world = ROOT / "reports" / "kv_arithmetic"
@@ -33,10 +40,7 @@ def published_base() -> dict:
     for seed in (1, 2):
         record = json.loads((world / "sweeps" / "table5" / f"calm-seed{seed}" / "run.json").read_text())
         calm[seed] = scores(record["metrics"])
-    return {"published": True,
-            "mA": json.loads((world / "metrics" / "mA.json").read_text())["metrics"]["kv_subs_test"]["score"],
-            "mB": json.loads((world / "metrics" / "mB.json").read_text())["metrics"]["num_math_test"]["score"],
-            "calm": calm}
+    return {"published": True, **base_skills(world / "metrics"), "calm": calm}
 
 
 def overrides(results: Path) -> str:
@@ -47,14 +51,11 @@ def overrides(results: Path) -> str:
 
 def read_base(results: Path) -> dict:
     """One base seed's results folder (base_seeds.sh): mA.json, mB.json, calm-seed<N>.json."""
-    def metrics(name):
-        return json.loads((results / f"{name}.json").read_text())["metrics"]
     calm = {int(p.stem.split("seed")[1]): scores(json.loads(p.read_text())["metrics"])
             for p in sorted(results.glob("calm-seed*.json"))}
     if not calm:
         raise SystemExit(f"base_seed_spread: {results} holds no calm-seed<N>.json (has base_seeds.sh finished?)")
-    return {"mA": metrics("mA")["kv_subs_test"]["score"], "mB": metrics("mB")["num_math_test"]["score"],
-            "calm": calm}
+    return {**base_skills(results), "calm": calm}
 
 
 def mean_std(values: list[float]) -> str:
