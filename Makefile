@@ -65,13 +65,18 @@ params: setup
 	$(PY) -m pipeline.params --pipeline real $(REAL_OVERRIDES)
 	cp dvc.yaml real/dvc.yaml   # the real pipeline's template: a copy (a link reads as its target's name in git)
 
+# JOBS=2: the same stages, two at a time where the DAG allows (pipeline/parallel_repro.py: the same commands, the same
+# bytes, recorded in dvc.lock as `dvc repro` records them; a `dvc repro` afterwards runs nothing)
+JOBS ?= 1
+REPRO = $(if $(filter 1,$(JOBS)),$(DVC) repro,$(PY) -m pipeline.parallel_repro -j $(JOBS))
+
 repro: setup
-	$(VENV_PATH) $(DVC) repro
+	$(VENV_PATH) $(REPRO)
 
 # Each table is one report stage: `dvc repro report@tableN` builds what it needs and nothing else. Every CPU world
 # is declared in params.yaml (conf/config.yaml's default list), so no target rewrites params.yaml.
 table1 table2 table3 table4 table5: setup
-	$(VENV_PATH) $(DVC) repro report@$@
+	$(VENV_PATH) $(REPRO) report@$@
 	@cat reports/$@.md
 
 figure2: setup

@@ -18,7 +18,7 @@ LAYERS = (
     ("stages", [("pipeline.params", "pipeline.stages", "pipeline.checks", "pipeline.code_deps",
                  "pipeline.build_data", "pipeline.tokenizer", "pipeline.synthesize", "pipeline.train", "pipeline.evaluate",
                  "pipeline.report", "pipeline.report_cells", "pipeline.seed_tables", "pipeline.figure", "pipeline.sweep",
-                 "pipeline.records", "pipeline.launch",
+                 "pipeline.records", "pipeline.launch", "pipeline.parallel_repro",
                  # the benchmark command line: an entry point, which loads its model through the one loader
                  # (pipeline.training.kinds.load_model)
                  "pipeline.benchmarks.__main__")]),
