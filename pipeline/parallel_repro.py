@@ -83,6 +83,11 @@ def parallel_repro(targets: list[str], jobs: int, root: str = ".") -> None:
 
         def start(stage) -> None:
             ups = upstream(stage)
+            if stage.frozen or not stage.cmd:  # nothing to run: DVC's own step verifies and records it
+                if stage.reproduce(upstream=ups):
+                    stage.dump(update_pipeline=False)
+                recorded.add(stage)
+                return
             if not stage.changed(upstream=ups):
                 print(f"Stage '{stage.addressing}' didn't change, skipping", flush=True)
                 recorded.add(stage)
@@ -90,12 +95,12 @@ def parallel_repro(targets: list[str], jobs: int, root: str = ".") -> None:
             stage.remove_outs(ignore_remove=False, force=False)
             try:  # the run cache: these deps, params and command ran before, so their outputs are in the cache
                 repo.stage_cache.restore(stage)
-                _record(stage)
-                print(f"Stage '{stage.addressing}' restored from the run cache", flush=True)
-                recorded.add(stage)
-                return
             except RunCacheNotFoundError:
                 stage.save_deps()
+            else:  # DVC said so ("Stage ... is cached - skipping run") and checked the outputs out
+                _record(stage)
+                recorded.add(stage)
+                return
             log = log_dir / _log_name(stage)
             print(f"Running stage '{stage.addressing}' (log: {log.relative_to(repo.root_dir)})", flush=True)
             running.append(_Running(stage, log))
