@@ -80,7 +80,7 @@ table1 table2 table3 table4 table5: setup
 	@cat reports/$@.md
 
 figure2: setup
-	$(VENV_PATH) $(DVC) repro figure@$@
+	$(VENV_PATH) $(REPRO) figure@$@
 	@echo "reports/$@.png (its numbers: reports/$@.csv)"
 
 # ---- the real-model worlds: their own pipeline, real/dvc.yaml (the same stage template, run from the root against

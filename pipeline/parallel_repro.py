@@ -1,13 +1,14 @@
 """`dvc repro` with several stages at a time: `python -m pipeline.parallel_repro [--jobs N] [target ...]`.
 
-DVC runs one stage at a time in a workspace, and a second `dvc repro` in the same checkout stops on DVC's lock. On
-a 2-core CPU a stage of the CPU worlds keeps little more than one core busy at its 2 threads (the key-value CALM:
-1.13 CPU-s a second), so half the machine waits. This runs the stages `dvc repro <targets>` would run, each with the
-same command and environment, up to N at a time, each as soon as the stages it depends on are recorded; and it
-records each one as `dvc repro` does, through DVC's own stage methods: `changed` (a stage that did not change is
-skipped), `remove_outs`, the run cache, `save`, `commit`, `dump` (dvc.lock). A stage's thread count is its own
-(`runtime.threads`, part of the float path: docs/reproducibility.md), so every output is the bytes `dvc repro`
-writes, and a `dvc repro` afterwards runs nothing. The DVC lock is held for the whole run, as one `dvc repro` would.
+DVC runs one stage at a time in a workspace, and a second `dvc repro` in the same checkout stops on DVC's lock,
+while a stage of the CPU worlds leaves much of a 2-core CPU idle at its 2 threads (docs/performance.md). This runs
+the stages `dvc repro <targets>` would run, each with the same command and environment, up to N at a time, each as
+soon as the stages it depends on are recorded; and it records each one as `dvc repro` does, through DVC's own stage
+methods: `changed` (a stage that did not change is skipped), `remove_outs`, the run cache, `save`, `commit`,
+`dump` (dvc.lock). A stage's thread count is its own (`runtime.threads`, part of the float path:
+docs/reproducibility.md), so every output is the bytes `dvc repro` writes, and a `dvc repro` afterwards runs
+nothing. The DVC lock is held for the whole run (`dvc repro` lets go of it while a command runs), so no other DVC
+command changes the workspace meanwhile.
 
 Each stage's output goes to .dvc/tmp/parallel_repro/<stage>.log. The first stage that fails stops new starts; the
 stages still running finish and are recorded; then the failing stage's last log lines and one line naming it, and
