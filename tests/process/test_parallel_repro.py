@@ -1,8 +1,8 @@
 """`python -m pipeline.parallel_repro`: the stages `dvc repro` would run, several at a time, recorded as `dvc repro`
 records them. On a toy DVC project of shell stages: two independent stages run at the same time (each waits for the
 other to start), a `dvc repro` afterwards runs nothing, a failing stage stops the run in one `error:` line while the
-stage beside it is still recorded; on the micro key-value world: the lock it writes is the lock a sequential `dvc
-repro -f` writes."""
+stage beside it is still recorded, a `dvc add`ed file upstream is recorded anew and never run. On the micro
+key-value world: the lock it writes is the lock a sequential `dvc repro -f` writes."""
 import os
 import subprocess
 import sys
@@ -89,3 +89,15 @@ def test_two_micro_key_value_trainings_lock_as_a_sequential_dvc_repro_locks_them
     r = subprocess.run([str(BIN / "dvc"), "repro", "-f", *targets], cwd=repo, env=env, capture_output=True, text=True)
     assert r.returncode == 0 and len(stages_run(r.stdout)) == len(parallel), r.stdout[-2000:] + r.stderr[-2000:]
     assert _locked(repo) == parallel  # every dep, param and output hash: the bytes a sequential dvc repro writes
+
+
+def test_a_dvc_added_file_upstream_is_verified_not_run(tmp_path):
+    # a `dvc add`ed file is a stage without a command in DVC's graph: DVC's own reproduce checks it, nothing runs it
+    repo, env = _toy_project(tmp_path, {"d": {"cmd": "cat x.txt > d.txt", "deps": ["x.txt"], "outs": ["d.txt"]}})
+    (repo / "x.txt").write_text("x\n")
+    subprocess.run([str(BIN / "dvc"), "add", "-q", "x.txt"], cwd=repo, env=env, check=True)
+    (repo / "x.txt").write_text("y\n")  # changed since: recorded anew as `dvc repro` does, never removed or run
+    r = _parallel(repo, env, "d")
+    assert r.returncode == 0 and "Running stage 'x.txt.dvc'" not in r.stdout, r.stdout + r.stderr[-2000:]
+    assert (repo / "d.txt").read_text() == "y\n" and set(_locked(repo)) == {"d"}
+    assert_nothing_reruns(repo, env, ["d"])
