@@ -82,17 +82,16 @@ def parallel_repro(targets: list[str], jobs: int, root: str = ".") -> None:
         def upstream(stage):
             return [s for s in graph.successors(stage) if s in planned]
 
-        def start(stage) -> None:
+        def start(stage) -> bool:
+            """Starts the stage's command; True when there was none to start (the stage is recorded already)."""
             ups = upstream(stage)
             if stage.frozen or not stage.cmd:  # nothing to run: DVC's own step verifies and records it
                 if stage.reproduce(upstream=ups):
                     stage.dump(update_pipeline=False)
-                recorded.add(stage)
-                return
+                return True
             if not stage.changed(upstream=ups):
                 print(f"Stage '{stage.addressing}' didn't change, skipping", flush=True)
-                recorded.add(stage)
-                return
+                return True
             stage.remove_outs(ignore_remove=False, force=False)
             try:  # the run cache: these deps, params and command ran before, so their outputs are in the cache
                 repo.stage_cache.restore(stage)
@@ -100,11 +99,11 @@ def parallel_repro(targets: list[str], jobs: int, root: str = ".") -> None:
                 stage.save_deps()
             else:  # DVC said so ("Stage ... is cached - skipping run") and checked the outputs out
                 _record(stage)
-                recorded.add(stage)
-                return
+                return True
             log = log_dir / _log_name(stage)
             print(f"Running stage '{stage.addressing}' (log: {log.relative_to(repo.root_dir)})", flush=True)
             running.append(_Running(stage, log))
+            return False
 
         try:
             while pending or running:
@@ -114,7 +113,8 @@ def parallel_repro(targets: list[str], jobs: int, root: str = ".") -> None:
                         break
                     if all(s in recorded for s in upstream(stage)):
                         pending.remove(stage)
-                        start(stage)
+                        if start(stage):
+                            recorded.add(stage)
                         progressed = True
                 for run in list(running):
                     code = run.finished()
@@ -133,8 +133,9 @@ def parallel_repro(targets: list[str], jobs: int, root: str = ".") -> None:
                     break
                 if not progressed:
                     time.sleep(0.2)
-        except KeyboardInterrupt:
-            for run in running:  # the terminal's SIGINT reached them too; nothing of theirs is recorded
+        except BaseException:  # Ctrl-C (the terminal's SIGINT reached the stages too) or a stage DVC cannot record
+            for run in running:  # no stage keeps running unrecorded behind the error
+                run.process.terminate()
                 run.process.wait()
             raise
     if failed:
