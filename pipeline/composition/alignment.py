@@ -35,6 +35,7 @@ whole texts (`CALMProcessor.align`) and of a decoding step (`IncrementalAlignmen
 from __future__ import annotations
 
 import codecs
+import copy
 from dataclasses import dataclass
 
 from .configuration_calm import CompositionConfigError, CompositionInputError
@@ -56,6 +57,16 @@ class IncrementalAlignment:
         self.visible: list[int] = []  # per anchor token pushed: number of committed mA tokens
         self._committed_bytes = 0
         self._unfed = list(self.ids)  # the BOS is committed from the start: the first push hands it to mA too
+
+    def copy(self) -> "IncrementalAlignment":
+        """An independent copy of this row's state (beam search continues one row as several beams); the tokenizer
+        is shared, it is only read."""
+        other = copy.copy(self)
+        other.tails, other.ids, other.ends = list(self.tails), list(self.ids), list(self.ends)
+        other.visible, other._unfed = list(self.visible), list(self._unfed)
+        other._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        other._decoder.setstate(self._decoder.getstate())  # the first bytes of a character still held back
+        return other
 
     def push(self, data: bytes) -> list[int]:
         """Append one anchor token's bytes (b"" for a padding or zero-width token); return the mA ids it commits."""

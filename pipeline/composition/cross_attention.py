@@ -123,7 +123,8 @@ class CrossAttention(nn.Module):
 class CALMCache:
     """Decoding state of a composition; one decode step appends one token's worth to each part.
 
-    Not a transformers `Cache`: it holds whole caches of other models. `generate()` only needs `get_seq_length`.
+    Not a transformers `Cache`: it holds whole caches of other models. `generate()` needs `get_seq_length`, and
+    beam search `reorder_cache`.
     """
 
     is_compileable = False
@@ -140,6 +141,25 @@ class CALMCache:
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.length
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        """Beam search: row i of every part becomes row beam_idx[i]. A row chosen twice is copied (its alignment
+        too), so that the two beams then decode apart."""
+        if self.anchor is not None:
+            self.anchor.reorder_cache(beam_idx)
+        for a, augmenting in enumerate(self.augmenting):
+            if augmenting is not None:
+                augmenting.reorder_cache(beam_idx)
+            if self.keys_values[a] is not None:
+                self.keys_values[a] = [(keys.index_select(0, beam_idx.to(keys.device)),
+                                        values.index_select(0, beam_idx.to(values.device)))
+                                       for keys, values in self.keys_values[a]]
+            if self.augmenting_mask[a] is not None:
+                mask = self.augmenting_mask[a]
+                self.augmenting_mask[a] = mask.index_select(0, beam_idx.to(mask.device))
+        if self.alignment is not None:
+            order = beam_idx.tolist()
+            self.alignment = [[rows[i].copy() for i in order] for rows in self.alignment]
 
 
 @dataclass

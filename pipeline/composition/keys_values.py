@@ -239,8 +239,11 @@ class CALMKeysValuesMixin:
             # anchor token t reads every committed slot of earlier steps and the path to its frontier in this one
             frontier = layout["frontier"]
             batch, length = frontier.shape
-            rows = layout["ancestors"][torch.arange(batch, device=frontier.device)[:, None], frontier.clamp(min=0)]
-            rows = rows & (frontier >= 0)[..., None]
+            if layout["ancestors"].shape[-1] == 0:  # no slot in any row (a prompt that is a character's first bytes)
+                rows = torch.zeros((batch, length, 0), dtype=torch.bool, device=frontier.device)
+            else:
+                rows = layout["ancestors"][torch.arange(batch, device=frontier.device)[:, None], frontier.clamp(min=0)]
+                rows = rows & (frontier >= 0)[..., None]
             if previous is not None:
                 rows = torch.cat([previous[:, None, :].expand(batch, length, -1), rows], dim=-1)
             rows = rows[:, None]

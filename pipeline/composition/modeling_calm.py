@@ -331,8 +331,9 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
     # ----- generation ---------------------------------------------------------------------------------------
     def generate(self, inputs=None, **kwargs):
         """transformers' generate(); a cross-tokenizer composition also takes the anchor's prompt as text (a string
-        or a list of strings, left-padded here) and aligns each mA itself, step by step. Returns the anchor's ids
-        (decode them with `processor.anchor_tokenizer`)."""
+        or a list of strings, left-padded here) and aligns each mA itself, step by step. Greedy decoding, sampling
+        and beam search (CALMCache.reorder_cache). Returns the anchor's ids (decode them with
+        `processor.anchor_tokenizer`)."""
         if isinstance(inputs, str) or (isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], str)):
             if self.processor is None:
                 raise CompositionInputError("generate() takes text only in a cross-tokenizer composition; tokenize "
@@ -340,8 +341,6 @@ class CALMForCausalLM(CALMKeysValuesMixin, PreTrainedModel, GenerationMixin):
             inputs, mask = self.processor.anchor_batch(inputs, padding_side="left")
             inputs, kwargs["attention_mask"] = inputs.to(self.device), mask.to(self.device)
             kwargs.setdefault("pad_token_id", self.processor.anchor_pad_id)
-        if kwargs.get("num_beams", self.generation_config.num_beams or 1) > 1:
-            raise NotImplementedError("CALMForCausalLM.generate supports greedy decoding and sampling, not beam search")
         if self.config.mode == "encoder" and kwargs.get("augmenting_input_ids") is None:
             # mA must keep reading the prompt only, also when generate() recomputes without a cache.
             kwargs["augmenting_input_ids"] = inputs if inputs is not None else kwargs.get("input_ids")

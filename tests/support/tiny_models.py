@@ -110,3 +110,18 @@ def save_tiny_llama_for(tokenizer, folder, width: int, layers: int = 2, seed: in
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def beams_that_split(monkeypatch) -> list[list[int]]:
+    """Records every beam_idx that decoding hands CALMCache.reorder_cache, so that a beam search test can show its
+    beams really were reordered (some row chosen twice, another dropped) rather than kept in place."""
+    from pipeline.composition.cross_attention import CALMCache
+
+    seen, reorder = [], CALMCache.reorder_cache
+
+    def spy(self, beam_idx):
+        seen.append(beam_idx.tolist())
+        return reorder(self, beam_idx)
+
+    monkeypatch.setattr(CALMCache, "reorder_cache", spy)
+    return seen

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from tests.support import real_tokenizers
 import torch
-from tests.support.tiny_models import (assert_text_after_each_cut_leaves_earlier_logits, randomize_composition,
-                                       tiny_model)
+from tests.support.tiny_models import (assert_text_after_each_cut_leaves_earlier_logits, beams_that_split,
+                                       randomize_composition, tiny_model)
 from tests.support.user_errors import one_line_error
 
 from pipeline.composition import (
@@ -196,6 +196,34 @@ def test_text_after_anchor_token_t_cannot_change_its_logits(tokenizers, anchor_n
     assert inside, "no anchor token ends inside a character in this text"
     assert_text_after_each_cut_leaves_earlier_logits(calm, ids, other, sorted({3, 11, 20, 33} | set(inside[:3])))
 
+
+
+@pytest.mark.parametrize("reading", READING[:2], ids=["stable", "pending"])
+def test_beam_search_with_a_cache_equals_recomputing(tokenizers, reading, monkeypatch):
+    """Beam search continues a row as several beams: each beam's alignment (its text, its held-back UTF-8 bytes, its
+    committed mA tokens and tails) is copied with the caches (CALMCache.reorder_cache), so beams decode apart."""
+    calm = compose(tokenizers, **reading)
+    prompts = ["def add(a, b):\n    return", MULTILINGUAL[1][:20]]
+    settings = dict(max_new_tokens=12, min_new_tokens=12, num_beams=3, num_return_sequences=2, do_sample=False,
+                    pad_token_id=calm.processor.anchor_pad_id)
+    beams = beams_that_split(monkeypatch)
+    with torch.no_grad():
+        cached = calm.generate(prompts, use_cache=True, **settings)
+        uncached = calm.generate(prompts, use_cache=False, **settings)
+    assert cached.shape[0] == 4 and torch.equal(cached, uncached)
+    assert any(len(set(order)) < len(order) for order in beams), "no step chose one beam twice: reorder untested"
+    # prompts that end inside a UTF-8 character: the first step's beams all continue one, each holding its bytes
+    # (the first is nothing but a character's first byte: a step with no mA token to read in any row)
+    text = "Привет, 世界 and 👩🏽‍💻"
+    ids = calm.processor.anchor_tokenizer(text)["input_ids"]
+    ends = [end for _, end in calm.processor.anchor_spans(ids)]
+    cuts = [t for t, end in enumerate(ends) if len(text.encode()[:end].decode("utf-8", "ignore").encode()) != end]
+    assert cuts[0] == 0 and len(cuts) > 1
+    for cut in (cuts[0], cuts[-1]):
+        prompt = torch.tensor([ids[: cut + 1]])
+        with torch.no_grad():
+            assert torch.equal(calm.generate(prompt, use_cache=True, **settings),
+                               calm.generate(prompt, use_cache=False, **settings)), f"prompt cut after token {cut}"
 
 @pytest.mark.parametrize("reading", READING, ids=["stable", "pending", "pending+recency"])
 @pytest.mark.parametrize("anchor_name,augmenting_name", DIRECTIONS)

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from tests.support.tiny_models import FAMILIES, VOCAB, randomize_composition, tiny_model
+from tests.support.tiny_models import FAMILIES, VOCAB, beams_that_split, randomize_composition, tiny_model
 
 from pipeline.composition import (
     CALMForCausalLM,
@@ -102,6 +102,27 @@ def test_cached_decoding_equals_full_recomputation(mode, rotary, recency_bias):
     with torch.no_grad():
         anchor_alone = calm.anchor.generate(ids, use_cache=True, **settings)
     assert not torch.equal(cached, anchor_alone)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_beam_search_with_a_cache_equals_beam_search_recomputing_and_untrained_equals_the_anchor(mode, monkeypatch):
+    """Beam search reorders the cache every step (CALMCache.reorder_cache: the anchor's and mA's caches, the
+    keys/values, the masks), a row often chosen for two beams; recomputing everything each step needs no reorder."""
+    calm = compose("llama", "qwen2", mode=mode, randomize=False)
+    ids, mask = left_padded(random_sequences([6, 11], seed=7))
+    settings = dict(attention_mask=mask, max_new_tokens=12, min_new_tokens=12, num_beams=3, num_return_sequences=3,
+                    do_sample=False, pad_token_id=0)
+    with torch.no_grad():
+        assert torch.equal(calm.generate(ids, **settings), calm.anchor.generate(ids, **settings))  # W_O = 0
+        randomize_composition(calm)
+        beams = beams_that_split(monkeypatch)
+        cached = calm.generate(ids, use_cache=True, **settings)
+        uncached = calm.generate(ids, use_cache=False, **settings)
+        greedy = calm.generate(ids, attention_mask=mask, max_new_tokens=12, min_new_tokens=12, do_sample=False,
+                               pad_token_id=0)
+    assert cached.shape == (6, ids.shape[1] + 12) and torch.equal(cached, uncached)
+    assert any(len(set(order)) < len(order) for order in beams), "no step chose one beam twice: reorder untested"
+    assert not torch.equal(cached[::3], greedy)  # the search found other continuations than greedy decoding
 
 
 @pytest.mark.parametrize("mode,anchor_family,augmenting_family", [(m, "gpt_neox", "gemma") for m in MODES] + [("iterative", "xglm", "gpt2")])
