@@ -55,6 +55,14 @@ def test_every_lock_entry_lists_the_deps_its_stage_declares(pipeline_file):
     assert not drifted, f"lock entries whose deps are not their stage's: {drifted}"
 
 
+def test_the_locks_record_every_code_dependency_as_the_checkout_has_it():
+    """A change under pipeline/ either reruns the stages it touches, or, when it cannot alter their outputs, is
+    re-recorded in both locks (scripts/relock_code.py): a stale code hash would make a stranger's `dvc repro` rerun
+    those stages, and `dvc status` call published figures stale."""
+    r = subprocess.run([sys.executable, "scripts/relock_code.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, f"stale code hashes in the locks: {r.stdout.strip()} {r.stderr[-500:]}"
+
+
 @pytest.mark.parametrize("preset", ["micro", "cpu", "paper"])
 def test_presets_compose(preset):
     p = compose_params([f"preset={preset}"])
