@@ -70,6 +70,7 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
             max_new_tokens=int(scfg.get("max_new_tokens", ecfg["max_new_tokens"])), stop=scfg.get("stop") or (),
             batch_size=int(scfg.get("batch_size", ecfg["batch_size"])), do_sample=n_samples > 1,
             temperature=float(scfg.get("temperature", 1.0)), num_return_sequences=n_samples, progress=progress,
+            num_beams=int(scfg.get("num_beams", ecfg.get("num_beams", 1))),
             desc=set_name, distribute=True, strip_eos=True,
         )
         if scored is None:  # another process than the main one, which alone scores and writes

@@ -103,14 +103,14 @@ def _model_device(model) -> torch.device:
 def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int,
                    stop: Sequence[str] = (), batch_size: int = 8, do_sample: bool = False,
                    temperature: float = 1.0, top_p: float = 1.0,
-                   num_return_sequences: int = 1, seed: int | None = 0,
+                   num_return_sequences: int = 1, seed: int | None = 0, num_beams: int = 1,
                    cache: GenerationCache | None = None, progress: bool = True,
                    desc: str = "generating", distribute: bool = False) -> list[str] | list[list[str]]:
     """Complete each prompt; returns one string per prompt, or, when
     num_return_sequences > 1, a list of that many strings per prompt.
 
-    Greedy by default. Completions exclude the prompt and are cut at the earliest stop
-    sequence (the stop sequence itself is not kept).
+    Greedy by default; num_beams > 1: beam search (the best beam's text). Completions exclude
+    the prompt and are cut at the earliest stop sequence (the stop sequence itself is not kept).
     """
     if max_new_tokens < 1:
         raise GenerationError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
@@ -118,6 +118,10 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
         raise GenerationError(f"batch_size must be >= 1, got {batch_size}")
     if num_return_sequences < 1:
         raise GenerationError(f"num_return_sequences must be >= 1, got {num_return_sequences}")
+    if num_beams < 1:
+        raise GenerationError(f"num_beams must be >= 1, got {num_beams}")
+    if num_beams > 1 and do_sample:
+        raise GenerationError("num_beams > 1 is beam search: it takes do_sample=False")
     if num_return_sequences > 1 and not do_sample:
         raise GenerationError("num_return_sequences > 1 needs do_sample=True "
                               "(greedy decoding returns the same text every time)")
@@ -129,6 +133,8 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
                 "top_p": top_p if do_sample else None,
                 "num_return_sequences": num_return_sequences,
                 "seed": seed if do_sample else None}
+    if num_beams > 1:  # only then: every cache entry made before beam search existed keeps its key
+        settings["num_beams"] = num_beams
 
     results: list[list[str] | None] = [None] * len(prompts)
     todo = []
@@ -168,7 +174,7 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
                         model, tokenizer, [prompts[i] for i in batch], device,
                         max_new_tokens=max_new_tokens, stop=stop, do_sample=do_sample,
                         temperature=temperature, top_p=top_p,
-                        num_return_sequences=num_return_sequences)
+                        num_return_sequences=num_return_sequences, num_beams=num_beams)
                     for index, texts in zip(batch, completions):
                         results[index] = texts
                     if writes_cache and not shared:
@@ -189,7 +195,7 @@ def generate_texts(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: 
 
 
 def _generate_batch(model, tokenizer, prompts, device, *, max_new_tokens, stop, do_sample,
-                    temperature, top_p, num_return_sequences) -> list[list[str]]:
+                    temperature, top_p, num_return_sequences, num_beams=1) -> list[list[str]]:
     encoded = tokenizer(list(prompts), return_tensors="pt", padding=True)
     encoded = {k: v.to(device) for k, v in encoded.items() if k in ("input_ids",
                                                                     "attention_mask")}
@@ -200,6 +206,8 @@ def _generate_batch(model, tokenizer, prompts, device, *, max_new_tokens, stop, 
         options.update(temperature=temperature, top_p=top_p)
     else:  # say so explicitly: a model's generation_config may default to sampling
         options.update(temperature=None, top_p=None, top_k=None)
+    if num_beams > 1:
+        options["num_beams"] = num_beams
     if stop:
         options["stopping_criteria"] = StoppingCriteriaList(
             [_StopOnCompletionText(tokenizer, stop, encoded["input_ids"].shape[1])])

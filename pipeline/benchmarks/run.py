@@ -54,6 +54,7 @@ def evaluate(benchmark_config: dict, model, tokenizer, model_id: str, *,
         max_new_tokens=task.max_new_tokens, stop=task.stop, batch_size=batch_size,
         do_sample=bool(config.get("do_sample", False)), temperature=float(config.get("temperature", 1.0)),
         num_return_sequences=task.n_samples, seed=int(config.get("seed", 0)), cache=cache,
+        num_beams=int(config.get("num_beams", 1)),
         progress=progress, desc=f"{name}: generating")
     if scored is None:  # not the main process: its share is generated and gathered
         return None

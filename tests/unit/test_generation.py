@@ -88,11 +88,31 @@ def test_cache_returns_stored_completions_without_generating(model, tokenizer, t
     assert reloaded.get(PROMPTS[0], {"max_new_tokens": 9}) is None
 
 
+def test_beam_search_gives_the_best_beam_in_the_callers_order_and_is_its_own_cache_entry(model, tokenizer, tmp_path):
+    """num_beams > 1: each completion is the text of transformers' best beam for that prompt alone (batched, sorted
+    by length, and left-padded as usual), and a cache keeps beam and greedy completions apart."""
+    beams = generate_texts(model, tokenizer, PROMPTS, max_new_tokens=10, num_beams=3, batch_size=4, progress=False)
+    for prompt, completion in zip(PROMPTS, beams):
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+        best = model.generate(ids, max_new_tokens=10, num_beams=3, do_sample=False, pad_token_id=tokenizer.eos_token_id)
+        assert completion == tokenizer.decode(best[0, ids.shape[1]:], skip_special_tokens=True)
+    greedy = generate_texts(model, tokenizer, PROMPTS, max_new_tokens=10, progress=False)
+    assert beams != greedy  # the search finds other text for some prompt
+    cache = GenerationCache(tmp_path / "cache.jsonl", model_id="tiny")
+    assert generate_texts(model, tokenizer, PROMPTS, max_new_tokens=10, cache=cache, progress=False) == greedy
+    assert generate_texts(model, tokenizer, PROMPTS, max_new_tokens=10, num_beams=3, cache=cache,
+                          progress=False) == beams
+
+
 def test_bad_arguments_are_one_line_errors(model, tokenizer):
     with pytest.raises(GenerationError, match="max_new_tokens"):
         generate_texts(model, tokenizer, PROMPTS, max_new_tokens=0)
     with pytest.raises(GenerationError, match="do_sample"):
         generate_texts(model, tokenizer, PROMPTS, max_new_tokens=4, num_return_sequences=2)
+    with pytest.raises(GenerationError, match="num_beams must be >= 1"):
+        generate_texts(model, tokenizer, PROMPTS, max_new_tokens=4, num_beams=0)
+    with pytest.raises(GenerationError, match="beam search: it takes do_sample=False"):
+        generate_texts(model, tokenizer, PROMPTS, max_new_tokens=4, num_beams=2, do_sample=True)
     with pytest.raises(GenerationError, match="list of strings"):
         generate_texts(model, tokenizer, "one prompt", max_new_tokens=4)
 
