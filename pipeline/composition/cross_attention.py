@@ -157,9 +157,14 @@ class CALMCache:
             if self.augmenting_mask[a] is not None:
                 mask = self.augmenting_mask[a]
                 self.augmenting_mask[a] = mask.index_select(0, beam_idx.to(mask.device))
-        if self.alignment is not None:
-            order = beam_idx.tolist()
-            self.alignment = [[rows[i].copy() for i in order] for rows in self.alignment]
+        if self.alignment is not None:  # a row's first beam takes the row itself, each further one a copy
+            order, taken = beam_idx.tolist(), set()
+            alignment = [[] for _ in self.alignment]
+            for i in order:
+                for rows, reordered in zip(self.alignment, alignment):
+                    reordered.append(rows[i].copy() if i in taken else rows[i])
+                taken.add(i)
+            self.alignment = alignment
 
 
 @dataclass
