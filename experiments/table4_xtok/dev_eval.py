@@ -1,7 +1,10 @@
 """A cross-tokenizer world's model on the world's DEV slices, or on any of its sets, graded as the stages grade the
 test sets: what choices (steps, connections, learning rate, D_C) may be made on, never the test items. code_xtok's
 are HumanEval and MBPP items right after the test subsets (`benchmark_dev`: cc_dev, t2c_dev); languages_xtok's is
-FLORES devtest lines 900-999 (flores_dev, graded as flores_test: chrF per language). `set:N` takes the first N rows;
+FLORES devtest lines 900-999 (flores_dev, graded as flores_test: chrF per language). code_xtok's bpb_code_dev is the
+dev slices' reference solutions, scored as bpb_code_test scores the test items' (bits per byte of HumanEval's prompt +
+canonical solution, of MBPP's reference code): derived here from cc_dev and t2c_dev, as the world derives
+bpb_code_test from its test sets (pipeline/worlds/code/real_benchmarks.py). `set:N` takes the first N rows;
 `set:N/group` the first N of each group (language). Writes reports/<world>/dev/<model>.json (scores, per-item
 verdicts, seconds) and its predictions beside it.
 
@@ -22,7 +25,9 @@ from pathlib import Path
 
 import pipeline  # noqa: F401  (first: pins the float path)
 
-DEV_CONF = {"cc_dev": "cc_test", "t2c_dev": "t2c_test", "flores_dev": "flores_test"}   # graded as its test set
+DEV_CONF = {"cc_dev": "cc_test", "t2c_dev": "t2c_test", "flores_dev": "flores_test",   # graded as its test set
+            "bpb_code_dev": "bpb_code_test"}
+DERIVED = {"bpb_code_dev": ("cc_dev", "t2c_dev")}   # a dev set made of other dev sets' rows (reference_texts)
 DEFAULT_SETS = {"code_xtok": ["cc_dev", "t2c_dev"], "languages_xtok": ["flores_dev"]}
 
 
@@ -38,6 +43,12 @@ def first_rows(rows: list[dict], spec: str) -> list[dict]:
         if seen[r[per]] <= int(n):
             kept.append(r)
     return kept
+
+
+def reference_texts(rows: list[dict]) -> list[dict]:
+    """Each code item's reference program as one text to score whole (an empty prompt), as bpb_code_test's rows."""
+    return [{"prompt": "", "target": r["program_prefix"] + r["target"], "id": r["id"], "group": r["group"],
+             "task": "bpb_code"} for r in rows]
 
 
 def parse_generation(spec: str) -> dict:
@@ -81,11 +92,13 @@ def main(argv: list[str]) -> None:
     for spec in wanted:
         s, _, n = spec.partition(":")
         graded_as = DEV_CONF.get(s, s)
-        path = Path("data") / world / f"{s}.jsonl"
-        if graded_as not in ecfg["sets"] or not path.is_file() or (n and not n.partition("/")[0].isdigit()):
+        paths = [Path("data") / world / f"{p}.jsonl" for p in DERIVED.get(s, (s,))]
+        if graded_as not in ecfg["sets"] or not all(p.is_file() for p in paths) or (n and not n.partition("/")[0].isdigit()):
             raise SystemExit(f"dev_eval: {spec!r} is not <set>[:N[/group]] of a set {world} evaluates or a dev slice "
-                             f"of one ({', '.join(sorted(ecfg['sets']))}; dev: {', '.join(DEV_CONF)}), with {path} built")
-        rows = read_jsonl(path)
+                             f"of one ({', '.join(sorted(ecfg['sets']))}; dev: {', '.join(DEV_CONF)}), with "
+                             f"{', '.join(map(str, paths))} built")
+        rows = [r for p in paths for r in read_jsonl(p)]
+        rows = reference_texts(rows) if s in DERIVED else rows
         sets[s] = first_rows(rows, n) if n else rows
         conf = ecfg["sets"][graded_as]
         confs[s] = dict(conf, per_item=True) if conf["metric"] == "pass_at_k" else conf

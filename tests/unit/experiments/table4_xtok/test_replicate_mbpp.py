@@ -30,3 +30,17 @@ def test_replication_rows_are_the_worlds_own_rows_for_the_items_after_test_and_d
     assert rows == longer[n_test + n_dev:]
     assert longer[:n_test] == built["t2c_test"] and longer[n_test:n_test + n_dev] == built["t2c_dev"]
     assert not {r["id"] for r in rows} & {r["id"] for r in built["t2c_test"] + built["t2c_dev"]}
+
+
+def test_dev_eval_scores_the_dev_items_reference_programs_as_the_world_scores_the_test_items():
+    """dev_eval's bpb_code_dev (the dev slices' reference programs, for choices) is derived by the rule the world
+    builds bpb_code_test by: applied to the test sets, it gives the world's own rows."""
+    from pipeline.worlds.code.real_benchmarks import benchmark_sets, bits_per_byte_sets
+
+    dev_eval = load_experiment("table4_xtok/dev_eval.py")
+    data = compose_params(["world=[code_xtok]"])["worlds"]["code_xtok"]["data"]
+    data["benchmarks_dir"] = str(BENCHMARKS)
+    built = benchmark_sets(data)
+    world_rows = bits_per_byte_sets({**data, "bits_per_byte": {"code": True}}, built, {}, [])["bpb_code_test"]
+    assert dev_eval.reference_texts(built["cc_test"] + built["t2c_test"]) == world_rows
+    assert dev_eval.DERIVED["bpb_code_dev"] == ("cc_dev", "t2c_dev") and built["cc_dev"] and built["t2c_dev"]
