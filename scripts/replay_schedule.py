@@ -5,9 +5,10 @@ Reads the "Finished stage '<stage>' in <N> s" lines that `python -m pipeline.par
 parallel_repro does), and list-schedules them on each number of lanes: a stage starts once every stage it
 depends on has finished and a lane is free, in parallel_repro's start order (most stages downstream first), in
 DVC's plan order (which follows Python's string hashing: run to run it differs) or longest remaining chain of stage
-times first (known only after a run). A stage that the log does not time (skipped, or cached) counts 0 s. The times are those the stages took in that run: beside one
-another on 2 lanes, each at 0.7-0.85 of its solo speed, so N lanes stand for N cores with the same thread count per
-stage. Also prints the longest dependency chain: no number of lanes goes under it.
+times first (known only after a run). A stage that the log does not time (skipped, or cached) counts 0 s. The times
+are those the stages took in that run: beside one another on 2 lanes, each at 0.7-0.85 of its solo speed, so N
+lanes stand for N cores with the same thread count per stage. Also prints the longest dependency chain: no number
+of lanes goes under it.
 
     python scripts/replay_schedule.py docs/measurements/repro-jobs2-2026-11-29.log --lanes 2 3 4 6
 """

@@ -93,7 +93,8 @@ def main(argv: list[str]) -> None:
         s, _, n = spec.partition(":")
         graded_as = DEV_CONF.get(s, s)
         paths = [Path("data") / world / f"{p}.jsonl" for p in DERIVED.get(s, (s,))]
-        if graded_as not in ecfg["sets"] or not all(p.is_file() for p in paths) or (n and not n.partition("/")[0].isdigit()):
+        built = all(p.is_file() for p in paths)
+        if graded_as not in ecfg["sets"] or not built or (n and not n.partition("/")[0].isdigit()):
             raise SystemExit(f"dev_eval: {spec!r} is not <set>[:N[/group]] of a set {world} evaluates or a dev slice "
                              f"of one ({', '.join(sorted(ecfg['sets']))}; dev: {', '.join(DEV_CONF)}), with "
                              f"{', '.join(map(str, paths))} built")

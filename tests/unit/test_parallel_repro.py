@@ -52,7 +52,8 @@ def test_the_start_order_is_one_order_for_every_plan_and_puts_the_longest_chains
     assert len(orders) == 1
     order = list(next(iter(orders)))
     # each stage before every stage with a shorter chain below it: the composition trains before any evaluation
-    assert order.index("train/calm") < min(order.index(f"evaluate/{m}") for m in ("mA", "mB", "calm", "lora", "skyline"))
+    evaluations = [order.index(f"evaluate/{m}") for m in ("mA", "mB", "calm", "lora", "skyline")]
+    assert order.index("train/calm") < min(evaluations)
     assert order[:5] == ["build_data", "build_tokenizer", "train/mA", "train/mB", "train/calm"]
     assert order[-1] == "report"
 
