@@ -35,6 +35,12 @@ Needs the world's data and mA built (`dvc repro real/dvc.yaml:train@languages_xt
 CPU seconds. `--merge A B --seed 5 --out C` joins two runs' splits (e.g. drawn with --seed 0 and 1) into one.
 Train CALM on the rows by copying <out> to data/languages_xtok/<name>.jsonl and setting
 `worlds.languages_xtok.models.calm.data=[<name>]` (docs/results-table2-xtok.md, "Back-translation").
+
+`--distill zero_shot|two_shot --candidates FILE` generates nothing: the rows of a run's candidates (the stage's
+candidates.jsonl, or <out>.all.jsonl) with mA's own reading of each source (`roundtrip`, made with the evaluation's
+2-shot prompt) as the target instead of the English, in the zero-shot layout or behind the two exemplars (then
+mA's state at every target position predicts the target itself); the kept candidates, or with `--usable` every
+candidate whose source and reading are non-empty, not a copy of the English and not a loop (recipes B16, B18).
 """
 from __future__ import annotations
 
@@ -121,7 +127,43 @@ def merge(args) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def distill(args) -> list[dict]:
+    """Rows whose targets are mA's readings of the sources (the module docstring's --distill), in an order drawn
+    with --seed."""
+    from pipeline.benchmarks.data import load_flores
+    from pipeline.errors import UserError
+    from pipeline.io import atomic_write_jsonl, read_jsonl
+    from pipeline.worlds.languages_xtok.back_translation import degenerate
+    from pipeline.worlds.languages_xtok.flores_lines import SHOT_LINES, TARGET
+    from pipeline.worlds.languages_xtok.splits import translation_prompt
+
+    if not args.candidates or not Path(args.candidates).is_file():
+        raise UserError(f"--distill: no candidates file {args.candidates!r} (the stage's candidates.jsonl, or "
+                        "<out>.all.jsonl of a run)")
+    candidates = read_jsonl(Path(args.candidates))
+    if args.usable:
+        chosen = [c for c in candidates if not c["empty"] and not c["degenerate"]
+                  and c["copy_chrf"] < args.max_copy_chrf and c["roundtrip"] and not degenerate(c["roundtrip"])]
+    else:
+        chosen = [c for c in candidates if c["kept"]]
+    flores: dict[str, list[str]] = {}
+
+    def exemplars(language: str) -> list[tuple[str, str]]:
+        if args.distill == "zero_shot":
+            return []
+        for x in (language, TARGET):
+            flores.setdefault(x, load_flores(x, local_dir=str(Path(args.benchmarks_dir) / "flores200"), hub_id=None))
+        return [(flores[language][i], flores[TARGET][i]) for i in SHOT_LINES]
+
+    random.Random(args.seed).shuffle(chosen)
+    rows = [{"prompt": translation_prompt(c["group"], c["source"], exemplars(c["group"])),
+             "target": f" {c['roundtrip']}\n", "group": c["group"], "id": f"bt-{c['group']}-{i}", "task": "bt_english"} for i, c in enumerate(chosen)]
+    atomic_write_jsonl(Path(args.out), rows)
+    print(json.dumps({"rows": len(rows), "layout": args.distill, "of_candidates": len(candidates), "out": args.out}))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=480)
     ap.add_argument("--languages", default=",".join(PREMISE_LANGUAGES))
@@ -139,9 +181,20 @@ def main() -> None:
     ap.add_argument("--merge", nargs="+", metavar="SPLIT",
                     help="generate nothing: the rows of these splits, each English target once (the first seen), "
                          "in an order drawn with --seed, written to <out>")
-    args = ap.parse_args()
+    ap.add_argument("--distill", choices=["zero_shot", "two_shot"],
+                    help="generate nothing: rows of --candidates with mA's reading as the target, in this layout")
+    ap.add_argument("--candidates", metavar="FILE", help="--distill's candidates (candidates.jsonl or <out>.all.jsonl)")
+    ap.add_argument("--usable", action="store_true",
+                    help="--distill: every usable candidate, not only the kept ones (the reading need not match "
+                         "the English)")
+    ap.add_argument("--benchmarks-dir", default="../shared/benchmarks",
+                    help="--distill two_shot: where FLORES-200's exemplars are")
+    args = ap.parse_args(argv)
     if args.merge:
         merge(args)
+        return
+    if args.distill:
+        distill(args)
         return
     from pipeline.worlds.languages_xtok.back_translation import back_translate, dropped, verdict
     if args.english_sotu:  # the one thing B12 changes: where the English comes from
@@ -184,4 +237,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from pipeline.cli import cli
+
+    cli(main)()

@@ -61,3 +61,51 @@ def test_sotu_sentences_keep_third_person_prose_of_the_years_asked_and_the_seed_
         back_translate.sotu_sentences(str(tmp_path), 4, 0, 20, 140)
     with pytest.raises(UserError, match="no <year>_<president>.txt files"):
         back_translate.sotu_sentences(str(tmp_path / "nothing"), 1, 0, 20, 140)
+
+
+def test_distill_rows_take_mA_reading_as_the_target_and_two_shot_puts_the_evaluation_exemplars_in_front(tmp_path):
+    """--distill (B16, B18): each row's target is the candidate's `roundtrip`, never its English; zero_shot keeps the
+    kept candidates, --usable every candidate with a usable source and reading (a loop or an empty reading is
+    dropped); two_shot puts devtest lines 1008-1009 of the row's language in front, as every evaluation prompt."""
+    import pytest
+
+    from tests.support.fresh_repo import BENCHMARKS, HAS_BENCHMARKS
+    if not HAS_BENCHMARKS:
+        pytest.skip("needs ../shared/benchmarks")
+
+    def candidate(source, roundtrip, kept, **extra):
+        return {"group": "pol_Latn", "english": f"English of {source}.", "source": source, "roundtrip": roundtrip,
+                "empty": not source, "copy_chrf": 10.0, "degenerate": False, "roundtrip_chrf": 30.0 if kept else 5.0,
+                "kept": kept, **extra}
+
+    candidates = [candidate("Ala ma kota.", "Ala has a cat.", True),
+                  candidate("Ola biega.", "Ola is running away.", False),        # read loosely: usable, not kept
+                  candidate("Ewa je.", "eats eats eats eats", False),            # a loop in the reading
+                  candidate("Iza pisze.", "", False)]                            # no reading
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(c) + "\n" for c in candidates))
+
+    def run(*flags):
+        out = tmp_path / f"rows{len(flags)}.jsonl"
+        command = [sys.executable, str(SCRIPT), "--candidates", str(tmp_path / "c.jsonl"), "--out", str(out),
+                   "--benchmarks-dir", str(BENCHMARKS), *flags]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    zero = run("--distill", "zero_shot")
+    assert [r["target"] for r in zero] == [" Ala has a cat.\n"]
+    assert zero[0]["prompt"].endswith("Polish: Ala ma kota.\nEnglish:") and zero[0]["prompt"].count("Polish:") == 1
+    two = run("--distill", "two_shot", "--usable")
+    assert sorted(r["target"] for r in two) == [" Ala has a cat.\n", " Ola is running away.\n"]
+    from pipeline.benchmarks.data import load_flores
+    polish, english = (load_flores(x, local_dir=str(BENCHMARKS / "flores200"), hub_id=None)
+                       for x in ("pol_Latn", "eng_Latn"))
+    for r in two:
+        assert r["prompt"].count("Polish:") == 3 and r["prompt"].count("English:") == 3
+        assert all(f"Polish: {polish[i]}\nEnglish: {english[i]}\n" in r["prompt"] for i in (1008, 1009))
+        assert r["prompt"].endswith(f"Polish: {'Ala ma kota.' if 'Ala' in r['target'] else 'Ola biega.'}\nEnglish:")
+    missing = subprocess.run([sys.executable, str(SCRIPT), "--distill", "zero_shot", "--candidates",
+                              str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "x.jsonl")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.strip().startswith("error: --distill: no candidates file")
+    assert not (tmp_path / "x.jsonl").exists()
