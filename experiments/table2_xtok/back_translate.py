@@ -40,7 +40,8 @@ Train CALM on the rows by copying <out> to data/languages_xtok/<name>.jsonl and 
 candidates.jsonl, or <out>.all.jsonl) with mA's own reading of each source (`roundtrip`, made with the evaluation's
 2-shot prompt) as the target instead of the English, in the zero-shot layout or behind the two exemplars (then
 mA's state at every target position predicts the target itself); the kept candidates, or with `--usable` every
-candidate whose source and reading are non-empty, not a copy of the English and not a loop (recipes B16, B18).
+candidate whose source and reading are non-empty, not a copy of the English and not a loop (recipes B16, B18);
+`--english-target` keeps the real English as the target, to change only the layout (B19).
 """
 from __future__ import annotations
 
@@ -157,7 +158,7 @@ def distill(args) -> list[dict]:
 
     random.Random(args.seed).shuffle(chosen)
     rows = [{"prompt": translation_prompt(c["group"], c["source"], exemplars(c["group"])),
-             "target": f" {c['roundtrip']}\n", "group": c["group"], "id": f"bt-{c['group']}-{i}", "task": "bt_english"} for i, c in enumerate(chosen)]
+             "target": f" {c['english' if args.english_target else 'roundtrip']}\n", "group": c["group"], "id": f"bt-{c['group']}-{i}", "task": "bt_english"} for i, c in enumerate(chosen)]
     atomic_write_jsonl(Path(args.out), rows)
     print(json.dumps({"rows": len(rows), "layout": args.distill, "of_candidates": len(candidates), "out": args.out}))
     return rows
@@ -187,6 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--usable", action="store_true",
                     help="--distill: every usable candidate, not only the kept ones (the reading need not match "
                          "the English)")
+    ap.add_argument("--english-target", action="store_true",
+                    help="--distill: the real English as the target, not mA's reading (only the layout changes)")
     ap.add_argument("--benchmarks-dir", default="../shared/benchmarks",
                     help="--distill two_shot: where FLORES-200's exemplars are")
     args = ap.parse_args(argv)

@@ -104,6 +104,9 @@ def test_distill_rows_take_mA_reading_as_the_target_and_two_shot_puts_the_evalua
         assert r["prompt"].count("Polish:") == 3 and r["prompt"].count("English:") == 3
         assert all(f"Polish: {polish[i]}\nEnglish: {english[i]}\n" in r["prompt"] for i in (1008, 1009))
         assert r["prompt"].endswith(f"Polish: {'Ala ma kota.' if 'Ala' in r['target'] else 'Ola biega.'}\nEnglish:")
+    layout_only = run("--distill", "two_shot", "--english-target")   # B19: the kept rows, only the layout changes
+    assert [r["target"] for r in layout_only] == [" English of Ala ma kota..\n"]
+    assert layout_only[0]["prompt"] == next(r["prompt"] for r in two if "Ala" in r["target"])
     missing = subprocess.run([sys.executable, str(SCRIPT), "--distill", "zero_shot", "--candidates",
                               str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "x.jsonl")],
                              capture_output=True, text=True, timeout=120)
