@@ -129,8 +129,8 @@ def merge(args) -> list[dict]:
 
 
 def distill(args) -> list[dict]:
-    """Rows whose targets are mA's readings of the sources (the module docstring's --distill), in an order drawn
-    with --seed."""
+    """Rows of a run's candidates in the layout asked, whose targets are mA's readings of the sources (or, with
+    --english-target, the real English): the module docstring's --distill; in an order drawn with --seed."""
     from pipeline.benchmarks.data import load_flores
     from pipeline.errors import UserError
     from pipeline.io import atomic_write_jsonl, read_jsonl
@@ -157,8 +157,9 @@ def distill(args) -> list[dict]:
         return [(flores[language][i], flores[TARGET][i]) for i in SHOT_LINES]
 
     random.Random(args.seed).shuffle(chosen)
-    rows = [{"prompt": translation_prompt(c["group"], c["source"], exemplars(c["group"])),
-             "target": f" {c['english' if args.english_target else 'roundtrip']}\n", "group": c["group"], "id": f"bt-{c['group']}-{i}", "task": "bt_english"} for i, c in enumerate(chosen)]
+    target = "english" if args.english_target else "roundtrip"
+    rows = [{"prompt": translation_prompt(c["group"], c["source"], exemplars(c["group"])), "target": f" {c[target]}\n",
+             "group": c["group"], "id": f"bt-{c['group']}-{i}", "task": "bt_english"} for i, c in enumerate(chosen)]
     atomic_write_jsonl(Path(args.out), rows)
     print(json.dumps({"rows": len(rows), "layout": args.distill, "of_candidates": len(candidates), "out": args.out}))
     return rows

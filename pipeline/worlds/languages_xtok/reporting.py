@@ -57,8 +57,8 @@ def _dc_lines(summary: dict, world_cfg: dict | None) -> list[str]:
     f, comp = summary["files"], summary["composition"]
     users = _trained_on(world_cfg)
     synthesized = (world_cfg or {}).get("synthesized") or {}
-    lines = [_synthesized_line(d.split("/", 1)[1], synthesized[d.split("/", 1)[1]], who) for d, who in users.items()
-             if d.startswith("synthesized/") and d.split("/", 1)[1] in synthesized]
+    named = {d.removeprefix("synthesized/"): who for d, who in users.items() if d.startswith("synthesized/")}
+    lines = [_synthesized_line(name, synthesized[name], who) for name, who in named.items() if name in synthesized]
     udhr_users = users.get("composition_train")
     title = (f"D_C of {', '.join(udhr_users)} =" if udhr_users else "D_C =" if world_cfg is None else
              "Not D_C here (built for the DEV-slice comparisons; no model of this preset trains on it):")
