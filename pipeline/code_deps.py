@@ -97,19 +97,27 @@ def closure(module: str) -> tuple[str, ...]:
             parents = name.split(".")
             todo_modules += [".".join(parents[:i]) for i in range(1, len(parents))]  # packages' __init__ run first
         else:
-            path, name = todo_files.pop(), None
+            path = todo_files.pop()
         if path in seen:
             continue
         seen.add(path)
         if path.suffix != ".py":
             continue
-        text = path.read_text()
-        if name is None:  # a script a module starts: its own imports are plain names of its folder
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        tree = ast.parse(text)
-        todo_modules += _imported(name, path, tree)
-        todo_files += _mentioned(path, tree) + _sibling_imports(path, tree)
+        modules, files = _references(path)
+        todo_modules += modules
+        todo_files += files
     return tuple(sorted(str(p.relative_to(ROOT)) for p in seen))
+
+
+@functools.lru_cache(maxsize=None)
+def _references(path: Path) -> tuple[tuple[str, ...], tuple[Path, ...]]:
+    """The `pipeline` modules a source file imports and the files it names or imports by plain name: each file
+    parsed once per process, however many stages' closures reach it."""
+    # a module's dotted name is its path's; a script a module starts resolves its imports the same way
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    tree = ast.parse(path.read_text())
+    return tuple(_imported(name, path, tree)), tuple(_mentioned(path, tree) + _sibling_imports(path, tree))
 
 
 @functools.lru_cache(maxsize=None)
