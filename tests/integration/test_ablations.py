@@ -215,6 +215,7 @@ def test_sweep_two_variants_two_seeds_and_a_report_over_seeds(micro_world):
     assert json.loads(record.read_text())["bases"] == runs["calm-seed1"]["bases"]
 
 
+@pytest.mark.slow
 def test_sweep_bad_input_is_one_line_exit_2_and_no_report(micro_world, tmp_path):
     work, p = micro_world
     report = work / "reports" / "table5.md"

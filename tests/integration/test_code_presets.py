@@ -60,6 +60,7 @@ def test_paper_preset_names_real_models_that_share_a_tokenizer_and_the_real_benc
         assert other["data"]["eval_sets"] == "synthetic" and other["tokenizer"] == {"characters": True}
 
 
+@pytest.mark.slow
 def test_every_hub_id_of_the_paper_preset_fails_offline_with_one_line(monkeypatch, tmp_path):
     hub_ids = sorted(set(_hub_ids(compose_params(PAPER)).values()))
     assert_paper_preset_fails_offline_in_one_line(monkeypatch, tmp_path, "code", hub_ids, "Qwen/Qwen2.5-1.5B")

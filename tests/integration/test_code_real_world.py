@@ -28,6 +28,7 @@ def test_code_real_names_qwen_from_the_wheels_a_restricted_tokenizer_the_dialect
     assert all(m.startswith("reports/code_real/") for m in stages["report"]["table4_real"]["metrics"])
 
 
+@pytest.mark.slow
 def test_a_missing_wheel_is_one_line(monkeypatch, tmp_path):
     import subprocess
     import sys

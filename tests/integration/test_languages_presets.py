@@ -37,6 +37,7 @@ def test_paper_preset_names_real_models_that_share_a_tokenizer():
         assert set(other["models"]) == set(w["models"]) and set(other["evaluation"]["sets"]) == set(w["evaluation"]["sets"])
 
 
+@pytest.mark.slow
 def test_every_hub_id_of_the_paper_preset_fails_offline_with_one_line(monkeypatch, tmp_path):
     assert_paper_preset_fails_offline_in_one_line(monkeypatch, tmp_path, "languages",
                                                   ("google/gemma-3-270m", "google/gemma-3-1b-pt"), "google/gemma-3-1b-pt")

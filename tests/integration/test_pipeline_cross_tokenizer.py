@@ -156,6 +156,7 @@ def test_a_cross_tokenizer_composition_trains_on_aligned_rows_resumes_saves_its_
     assert (template / saved / "train_info.json").read_text() == (saved / "train_info.json").read_text()
 
 
+@pytest.mark.slow
 def test_a_lexical_start_is_measured_on_D_C_rows_adds_no_parameters_and_is_saved(world, monkeypatch):
     """`composition.lexical_start` through the train stage: the start measures its scales on D_C's first rows as the
     model reads them (prompt + target), the LoRA parity count (from conf) is the trained one, and the saved
@@ -183,6 +184,7 @@ def test_a_lexical_start_is_measured_on_D_C_rows_adds_no_parameters_and_is_saved
     assert [b.slope for b in calm.bridges[0]] == [4.0]
 
 
+@pytest.mark.slow
 def test_bad_cross_tokenizer_conf_is_one_line(world, tmp_path):
     from pipeline.layout import tokenizer_dir
     from pipeline.tokenization import build_tokenizer

@@ -392,6 +392,7 @@ def test_the_sharded_runtime_reaches_trainer_and_agrees_with_its_launch_files(mo
     assert cmd[-3:] == ["-m", "pipeline.train", "w/m"]
 
 
+@pytest.mark.slow
 def test_a_sharded_runtime_where_it_cannot_shard_is_one_line_before_anything_starts(tmp_path, monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("checks the messages a machine without a GPU gives")

@@ -49,6 +49,7 @@ def _locked(repo: Path) -> dict:
     return yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
 
 
+@pytest.mark.slow
 def test_independent_stages_run_together_and_dvc_then_runs_nothing(tmp_path):
     repo, env = _toy_project(tmp_path, TOY_STAGES)
     r = _parallel(repo, env, "c")

@@ -33,6 +33,7 @@ def test_the_committed_stages_file_is_the_one_its_params_give(params_file):
     assert "dvc_stages" not in committed  # DVC parses params.yaml once per stage: the maps stay out of it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pipeline_file", ["dvc.yaml", "real/dvc.yaml"])
 def test_every_lock_entry_lists_the_deps_its_stage_declares(pipeline_file):
     """A committed lock entry names the same deps as its stage in dvc.yaml, repeats included (dvc.yaml pads a
@@ -98,6 +99,7 @@ def test_unknown_preset_is_one_clear_line():
     assert r.stderr.strip().count("\n") == 0 and "unknown preset" in r.stderr
 
 
+@pytest.mark.slow
 def test_missing_upstream_output_is_one_clear_line(tmp_path):
     dump_params(compose_params(["preset=micro"]), tmp_path / "params.yaml")
     env = {"PYTHONPATH": str(ROOT), "CALM_PARAMS": str(tmp_path / "params.yaml"), "WANDB_MODE": "disabled", "PATH": "/usr/bin:/bin"}
@@ -182,6 +184,7 @@ def test_a_stage_depends_on_every_source_file_it_runs(entry, world):
                                                                       "pass_at_k")} <= held
 
 
+@pytest.mark.slow
 def test_a_report_stage_needs_only_the_models_its_table_reads():
     """`dvc repro report@table1` must not build Table 5's models: asked of DVC itself (its DAG from dvc.yaml)."""
     r = subprocess.run([sys.executable, "-m", "dvc", "dag", "--dot", "report@table1"], cwd=ROOT, capture_output=True, text=True)
@@ -299,6 +302,7 @@ def test_the_paper_preset_fails_before_any_data_is_built(tmp_path):
         assert not (work / "data").exists()
 
 
+@pytest.mark.slow
 def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one(tmp_path):
     """Issue 29: a micro-preset `make params` + `dvc repro` rewrote the committed params.yaml, tables, metrics and
     dvc.lock entries. In a checkout whose dvc.lock git tracks, another preset now gets presets/<preset>/ (its own
@@ -348,6 +352,7 @@ def test_another_preset_builds_in_its_own_workspace_never_over_the_published_one
     assert (work / "dvc_stages.yaml").is_file()  # written beside the params.yaml DVC wrote
 
 
+@pytest.mark.slow
 def test_real_model_worlds_are_a_pipeline_of_their_own_that_a_bare_repro_never_builds():
     """Issue 29: `make table4-real` rewrote the committed params.yaml to build its world, and the real-model tables
     had no lock entries. Their worlds are now stages of real/dvc.yaml (the same template, against real/params.yaml),

@@ -331,6 +331,7 @@ def test_training_batches_from_the_dataset_equal_the_compositions_own_alignment(
     assert torch.equal(given, own)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("read_pending", [False, True])
 def test_a_saved_composition_names_both_tokenizers_and_refuses_another(tokenizers, tmp_path, read_pending):
     calm = compose(tokenizers, read_pending=read_pending)

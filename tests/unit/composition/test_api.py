@@ -211,6 +211,7 @@ def test_changing_any_one_weight_tensor_changes_the_fingerprint(family):
     assert checked >= 10 and fingerprint(model) == reference
 
 
+@pytest.mark.slow
 def test_the_fingerprint_is_the_same_in_another_process():
     script = (
         "import sys; sys.path[:0] = [{root!r}, {tests!r}];"

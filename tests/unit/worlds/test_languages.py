@@ -83,6 +83,7 @@ def _ascii(s):
 # ---------------------------------------------------------------- the languages
 
 
+@pytest.mark.slow
 def test_default_languages_are_many_marked_and_mixed(full_cfg):
     langs = world.make_languages(full_cfg)
     lrl = [l for l in langs.values() if l.resource == "lrl"]
@@ -121,6 +122,7 @@ def test_spelling_is_a_prefix_free_code(full_cfg):
         assert all(s.startswith(lang.marker) and s.count(lang.marker) == 1 for s in lang.suffixes.values())
 
 
+@pytest.mark.slow
 def test_round_trip_on_every_flores_sentence_in_every_language(full_cfg):
     flores = [s for s in _flores(full_cfg) if _ascii(s)]
     assert len(flores) == 958
