@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from pipeline import distributed
 from pipeline.cli import cli
@@ -87,11 +88,22 @@ def evaluate_sets(model, tokenizer, sets: dict[str, list[dict]], ecfg: dict, *, 
     return metrics, records
 
 
+def evaluation_model(params: dict, world: str, name: str, folder=None):
+    """(model in eval mode, tokenizer) of model `name` of `world` as its evaluation reads it: the world's tokenizer,
+    or the model's own where its training saved the one it read (lineage.declared_tokenizer). `folder`: another
+    folder trained with `name`'s conf (a sweep's seed), instead of the stage's."""
+    from pipeline.training.kinds import load_model
+    from pipeline.training.lineage import declared_tokenizer
+
+    folder = Path(folder) if folder is not None else model_dir(world, name)
+    own = declared_tokenizer(params, world, name) is not None
+    model, tokenizer = load_model(folder, tokenizer=folder if own else tokenizer_dir(world), trained=True)
+    return model.eval(), tokenizer
+
+
 def evaluate(params: dict, key: str) -> dict:
     import torch
 
-    from pipeline.training.kinds import load_model
-    from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import require_device, set_threads
 
     world, name, _ = model_spec(params, key)
@@ -102,11 +114,7 @@ def evaluate(params: dict, key: str) -> dict:
     require_device(runtime)
     distributed.start(runtime)
     set_threads(runtime)
-    # the world's tokenizer, or the model's own (its training saved the one it read beside it: lineage.declared_tokenizer)
-    own = declared_tokenizer(params, world, name) is not None
-    model, tokenizer = load_model(model_dir(world, name), tokenizer=model_dir(world, name) if own else tokenizer_dir(world),
-                                  trained=True)
-    model.eval()
+    model, tokenizer = evaluation_model(params, world, name)
     if runtime.get("device") == "cuda":
         model.to("cuda")
         if runtime.get("precision") == "bf16":

@@ -66,13 +66,9 @@ def parse_generation(spec: str) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    from pipeline.evaluate import evaluate_sets
+    from pipeline.evaluate import evaluate_sets, evaluation_model
     from pipeline.io import atomic_write_json, atomic_write_jsonl, read_jsonl
     from pipeline.params import load_params
-    from pipeline.layout import model_dir, tokenizer_dir
-    from pipeline.tokenization import load_tokenizer
-    from pipeline.training.kinds import load_trained_model
-    from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import set_threads
 
     world, generation = "code_xtok", {}
@@ -104,10 +100,8 @@ def main(argv: list[str]) -> None:
         conf = ecfg["sets"][graded_as]
         confs[s] = dict(conf, per_item=True) if conf["metric"] == "pass_at_k" else conf
     ecfg["sets"] = confs
-    own = declared_tokenizer(params, world, name) is not None
     t0 = time.time()
-    tokenizer = load_tokenizer(model_dir(world, name) if own else tokenizer_dir(world))
-    model = load_trained_model(model_dir(world, name)).eval()
+    model, tokenizer = evaluation_model(params, world, name)
     for key, value in generation.items():
         if not hasattr(model.generation_config, key):
             raise SystemExit(f"dev_eval: --generation {key}: not a field of transformers' GenerationConfig")

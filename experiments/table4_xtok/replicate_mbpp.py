@@ -39,13 +39,9 @@ def replication_rows(params: dict, items: int) -> list[dict]:
 
 
 def run(label: str, folder: str, items: int) -> None:
-    from pipeline.evaluate import evaluate_sets
+    from pipeline.evaluate import evaluate_sets, evaluation_model
     from pipeline.io import atomic_write_json, atomic_write_jsonl
-    from pipeline.layout import tokenizer_dir
     from pipeline.params import load_params
-    from pipeline.tokenization import load_tokenizer
-    from pipeline.training.kinds import load_trained_model
-    from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import set_threads
 
     params = load_params()
@@ -60,8 +56,7 @@ def run(label: str, folder: str, items: int) -> None:
     ecfg = dict(params["worlds"][WORLD]["evaluation"])
     ecfg["sets"] = {"t2c_replication": dict(ecfg["sets"]["t2c_test"], per_item=True)}
     t0 = time.time()
-    model = load_trained_model(Path(folder)).eval()
-    tokenizer = load_tokenizer(Path(folder) if declared_tokenizer(params, WORLD, name) is not None else tokenizer_dir(WORLD))
+    model, tokenizer = evaluation_model(params, WORLD, name, folder)
     metrics, records = evaluate_sets(model, tokenizer, {"t2c_replication": rows}, ecfg)
     m = metrics["t2c_replication"]
     atomic_write_json(OUT / f"{label}.json", {"label": label, "model": folder, "items": [r["id"] for r in rows],

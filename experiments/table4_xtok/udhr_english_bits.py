@@ -33,12 +33,8 @@ def english_rows(root: str = UDHR_DIR) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
-    from pipeline.evaluate import evaluate_sets
-    from pipeline.layout import model_dir, tokenizer_dir
+    from pipeline.evaluate import evaluate_sets, evaluation_model
     from pipeline.params import load_params
-    from pipeline.tokenization import load_tokenizer
-    from pipeline.training.kinds import load_trained_model
-    from pipeline.training.lineage import declared_tokenizer
     from pipeline.training.trainer import set_threads
 
     world = "code_xtok"
@@ -56,11 +52,8 @@ def main(argv: list[str]) -> None:
         name, _, folder = spec.partition("=")
         if name not in models:
             raise SystemExit(f"udhr_english_bits: {name!r} is not a model of {world} ({', '.join(models)})")
-        folder = Path(folder) if folder else model_dir(world, name)
         t0 = time.time()
-        own = declared_tokenizer(params, world, name) is not None
-        tokenizer = load_tokenizer(folder if own else tokenizer_dir(world))
-        model = load_trained_model(folder).eval()
+        model, tokenizer = evaluation_model(params, world, name, folder or None)
         metrics, _ = evaluate_sets(model, tokenizer, {"udhr_english": rows}, ecfg)
         print(json.dumps({"model": spec, "bits_per_byte": metrics["udhr_english"]["score"], "texts": len(rows),
                           "bytes": sum(len(r["target"].encode()) for r in rows),
